@@ -1,0 +1,29 @@
+/**
+ * Every side effect of a thread. `createActivities(deps)` closes over the bus, the agents and the model settings,
+ * so tests inject a model server URL, an in-process or Redis bus.
+ */
+import type { EventBus, EventDraft } from '../client/bus/types';
+import type { AgentRegistry } from './agent';
+import type { ModelResolver } from './model';
+import { runStep, type StepInput } from './step';
+import { runTool, type ToolInput } from './tool';
+
+export interface ActivityDeps {
+  agents: AgentRegistry;
+  bus: EventBus;
+  models: ModelResolver;
+}
+
+export const createActivities = (deps: ActivityDeps) => ({
+  runStep: (input: StepInput) => runStep(deps, input),
+  runTool: (input: ToolInput) => runTool(deps, input),
+  /** Workflow-decided events (run start/finish, echoes of persisted inputs, queue changes). Idempotent by key. */
+  async publishEvents(threadKey: string, events: EventDraft[]): Promise<void> {
+    await deps.bus.publish(threadKey, events);
+  },
+});
+
+export { AgentRegistry, defineAgent, type AgentDefinition, type AgentTool, type ToolContext } from './agent';
+export { ModelResolver, demoModel, modelSettingsFromEnv, defaultModelName, type ModelSettings } from './model';
+export type { StepInput } from './step';
+export type { ToolInput } from './tool';

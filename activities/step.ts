@@ -1,0 +1,160 @@
+/**
+ * One model step: prompt from the context window, streamed model call, every chunk to the bus, the final
+ * message back to the workflow. Tokens never enter workflow history.
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { APICallError, jsonSchema, streamText, type ToolSet } from 'ai';
+import { z } from 'zod';
+import type { EventBus, EventDraft } from '../client/bus/types';
+import type { StreamOptions } from '../client/schemas';
+import type { AssistantPart, InputMessage, StepResult, StoredMessage, ToolCall } from '../workflows/messages';
+import type { AgentDefinition, AgentRegistry } from './agent';
+import type { ModelResolver } from './model';
+import { toModelMessages } from './prompt';
+import { OrderedPublisher } from './publisher';
+
+export interface StepInput {
+  threadKey: string;
+  resourceId: string;
+  threadId: string;
+  runId: string;
+  agentId: string;
+  stepNumber: number;
+  stepKey: string;
+  messages: StoredMessage[];
+  transient: InputMessage[];
+  /** Workflow-decided events (run start, input echoes) that precede this step's output. */
+  preEvents: EventDraft[];
+  streamOptions?: StreamOptions;
+}
+
+export interface StepDeps {
+  agents: AgentRegistry;
+  bus: EventBus;
+  models: ModelResolver;
+}
+
+export function unknownAgent(agentId: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(`Unknown agent "${agentId}": no worker on this task queue hosts it.`, 'UnknownAgent');
+}
+
+/** Tool schemas only: the workflow runs tools as their own activities. */
+function toolSchemas(agent: AgentDefinition): ToolSet {
+  const tools: ToolSet = {};
+  for (const [name, tool] of Object.entries(agent.tools ?? {})) {
+    tools[name] = {
+      description: tool.description,
+      inputSchema: jsonSchema(z.toJSONSchema(tool.inputSchema) as never),
+    };
+  }
+  return tools;
+}
+
+export async function runStep(deps: StepDeps, input: StepInput): Promise<StepResult> {
+  const ctx = Context.current();
+  const agent = deps.agents.get(input.agentId);
+  if (!agent) throw unknownAgent(input.agentId);
+  const attempt = ctx.info.attempt;
+  const out = new OrderedPublisher(deps.bus, input.threadKey, `s:${input.stepKey}:${attempt}`, input.runId);
+  // A retried step announces itself first, so subscribers drop the partial output of the failed attempt.
+  if (attempt > 1) out.push('run-retry', { stepNumber: input.stepNumber, attempt });
+  for (const draft of input.preEvents) out.pushDraft(draft);
+  out.push('step-start', { stepNumber: input.stepNumber });
+
+  // Heartbeats carry cancellation to the activity; keep them flowing while the provider is slow to answer.
+  const heartbeat = setInterval(() => ctx.heartbeat(), Math.max(200, (ctx.info.heartbeatTimeoutMs ?? 10_000) / 3));
+  const content: AssistantPart[] = [];
+  const toolCalls: ToolCall[] = [];
+  let finishReason = 'unknown';
+  let usage: StepResult['usage'] = {};
+  let streamError: unknown = null;
+  try {
+    const options = input.streamOptions;
+    const result = streamText({
+      model: deps.models.resolve(agent.model),
+      system: agent.instructions,
+      messages: toModelMessages([...input.messages, ...input.transient]),
+      tools: toolSchemas(agent),
+      toolChoice: options?.toolChoice,
+      ...options?.modelSettings,
+      // Disable provider-side retries; Temporal owns retries.
+      maxRetries: 0,
+      abortSignal: ctx.cancellationSignal,
+    });
+    const texts = new Map<string, { type: 'text' | 'reasoning'; text: string }>();
+    for await (const part of result.fullStream) {
+      ctx.heartbeat();
+      switch (part.type) {
+        case 'text-start': {
+          const entry = { type: 'text' as const, text: '' };
+          texts.set(`t:${part.id}`, entry);
+          content.push(entry);
+          out.push('text-start', { id: part.id });
+          break;
+        }
+        case 'text-delta': {
+          const entry = texts.get(`t:${part.id}`);
+          if (entry) entry.text += part.text;
+          out.push('text-delta', { id: part.id, text: part.text });
+          break;
+        }
+        case 'text-end':
+          out.push('text-end', { id: part.id });
+          break;
+        case 'reasoning-start': {
+          const entry = { type: 'reasoning' as const, text: '' };
+          texts.set(`r:${part.id}`, entry);
+          content.push(entry);
+          break;
+        }
+        case 'reasoning-delta': {
+          const entry = texts.get(`r:${part.id}`);
+          if (entry) entry.text += part.text;
+          out.push('reasoning-delta', { id: part.id, text: part.text });
+          break;
+        }
+        case 'tool-call': {
+          const call = { toolCallId: part.toolCallId, toolName: part.toolName, input: part.input };
+          toolCalls.push(call);
+          content.push({ type: 'tool-call', ...call });
+          out.push('tool-call', call);
+          break;
+        }
+        case 'finish-step':
+          finishReason = part.finishReason;
+          usage = { inputTokens: part.usage.inputTokens, outputTokens: part.usage.outputTokens };
+          break;
+        case 'error':
+          streamError = part.error;
+          break;
+      }
+    }
+  } catch (err) {
+    streamError = err;
+  } finally {
+    clearInterval(heartbeat);
+  }
+  if (ctx.cancellationSignal.aborted) {
+    await out.flush().catch(() => undefined);
+    throw new CancelledFailure('The step was cancelled.');
+  }
+  if (streamError) {
+    await out.flush().catch(() => undefined);
+    throw toFailure(streamError);
+  }
+  out.push('step-finish', { stepNumber: input.stepNumber, finishReason, usage });
+  await out.flush();
+  return { content: content.filter((p) => p.type === 'tool-call' || p.text !== ''), toolCalls, finishReason, usage };
+}
+
+/** Provider errors that retrying cannot fix (bad key, bad request) fail the step at once. */
+function toFailure(err: unknown): Error {
+  if (APICallError.isInstance(err)) {
+    const message = `Model call failed (${err.statusCode ?? 'no status'}): ${err.message}`;
+    return err.isRetryable
+      ? ApplicationFailure.retryable(message, 'ModelCallFailed')
+      : ApplicationFailure.nonRetryable(message, 'ModelCallRejected');
+  }
+  return err instanceof Error ? err : new Error(String(err));
+}

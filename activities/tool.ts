@@ -1,0 +1,57 @@
+/**
+ * One tool call, as its own activity: validated input, the agent's `execute`, the result published and returned.
+ * Tool errors become error results the model can read; they do not fail the run.
+ */
+import { Context } from '@temporalio/activity';
+import type { EventBus } from '../client/bus/types';
+import type { ToolCall, ToolResultPart } from '../workflows/messages';
+import type { AgentRegistry } from './agent';
+import { unknownAgent } from './step';
+
+export interface ToolInput {
+  threadKey: string;
+  resourceId: string;
+  threadId: string;
+  runId: string;
+  agentId: string;
+  call: ToolCall;
+}
+
+export interface ToolDeps {
+  agents: AgentRegistry;
+  bus: EventBus;
+}
+
+export async function runTool(deps: ToolDeps, input: ToolInput): Promise<ToolResultPart> {
+  const agent = deps.agents.get(input.agentId);
+  if (!agent) throw unknownAgent(input.agentId);
+  const { call } = input;
+  const base = { type: 'tool-result' as const, toolCallId: call.toolCallId, toolName: call.toolName };
+  let result: ToolResultPart;
+  const tool = agent.tools?.[call.toolName];
+  if (!tool) {
+    result = { ...base, output: `Unknown tool "${call.toolName}".`, isError: true };
+  } else {
+    const parsed = tool.inputSchema.safeParse(call.input);
+    if (!parsed.success) {
+      result = { ...base, output: `Invalid input for ${call.toolName}: ${parsed.error.message}`, isError: true };
+    } else {
+      try {
+        const output = await tool.execute(parsed.data, {
+          resourceId: input.resourceId,
+          threadId: input.threadId,
+          runId: input.runId,
+          toolCallId: call.toolCallId,
+          abortSignal: Context.current().cancellationSignal,
+        });
+        result = { ...base, output: output ?? null };
+      } catch (err) {
+        result = { ...base, output: err instanceof Error ? err.message : String(err), isError: true };
+      }
+    }
+  }
+  await deps.bus.publish(input.threadKey, [
+    { key: `tool:${call.toolCallId}`, runId: input.runId, type: 'tool-result', payload: result, at: Date.now() },
+  ]);
+  return result;
+}

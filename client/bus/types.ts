@@ -1,0 +1,85 @@
+/**
+ * The subscriber stream of a thread. Workers publish, gateways and clients subscribe.
+ * Two implementations share this contract: in-process (`memory.ts`, the embedded default) and Redis Streams
+ * (`redis.ts`, for several processes or machines).
+ */
+
+export const threadEventTypes = [
+  'start',
+  'step-start',
+  'text-start',
+  'text-delta',
+  'text-end',
+  'reasoning-delta',
+  'tool-call',
+  'tool-call-approval',
+  'tool-result',
+  'step-finish',
+  'step-interrupted',
+  'finish',
+  'error',
+  'abort',
+  'data-user-message',
+  'data-signal',
+  'state-updated',
+  'notification-updated',
+  'queue-updated',
+  'run-retry',
+  'snapshot',
+] as const;
+
+export type ThreadEventType = (typeof threadEventTypes)[number];
+
+/** One item of a thread's stream. `id` is assigned by the bus and strictly increasing per thread. */
+export interface ThreadEvent {
+  id: string;
+  threadKey: string;
+  runId?: string;
+  type: ThreadEventType;
+  payload: unknown;
+  /** Milliseconds since the epoch, set by the publisher. */
+  at: number;
+}
+
+/**
+ * An event before the bus assigns its id. `key` makes publishing idempotent: a second publish of the same key
+ * (an activity retried after a partial success, a replayed workflow task) is ignored while the first is retained.
+ */
+export interface EventDraft {
+  key: string;
+  runId?: string;
+  type: ThreadEventType;
+  payload: unknown;
+  at: number;
+}
+
+/**
+ * Where a subscription starts.
+ * - `afterId`: every event after that id, exactly once (resume).
+ * - `activeRun`: from the `start` of the run in progress, if any, else the live edge.
+ * - `live`: only events published from now on.
+ */
+export type SubscribeFrom = { afterId: string } | { activeRun: true } | { live: true };
+
+/**
+ * What a subscription yields: events, or one `gap` marker first when `afterId` is older than what the bus retains
+ * (the caller then sends a snapshot of the thread before the events that follow).
+ */
+export type BusItem = { kind: 'event'; event: ThreadEvent } | { kind: 'gap'; oldestId: string | null };
+
+export interface EventBus {
+  /** Appends events in order; returns them with their ids (already-published keys return the retained event). */
+  publish(threadKey: string, events: EventDraft[]): Promise<ThreadEvent[]>;
+  /** Yields items until `signal` aborts or the bus closes. */
+  subscribe(threadKey: string, from: SubscribeFrom, signal?: AbortSignal): AsyncIterable<BusItem>;
+  close(): Promise<void>;
+}
+
+export interface BusRetention {
+  /** Events kept per thread (older ones are trimmed). Default 10,000. */
+  maxEvents: number;
+  /** A thread whose stream saw no event for this long is dropped from the bus. Default one hour. */
+  idleMs: number;
+}
+
+export const defaultRetention: BusRetention = { maxEvents: 10_000, idleMs: 60 * 60 * 1000 };

@@ -1,0 +1,47 @@
+/**
+ * One error class per concept, under `ThreadlineError`. The gateway maps them to HTTP statuses in one place.
+ */
+
+export class ThreadlineError extends Error {
+  override name = 'ThreadlineError';
+  readonly status: number = 500;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** Bad input: names the field and says how to fix it. HTTP 400. */
+export class ValidationError extends ThreadlineError {
+  override name = 'ValidationError';
+  override readonly status = 400;
+}
+
+/** Unknown agent, thread or tool call. HTTP 404. */
+export class NotFoundError extends ThreadlineError {
+  override name = 'NotFoundError';
+  override readonly status = 404;
+}
+
+/** The thread's state does not allow the request (queue full, tool call already decided). HTTP 409. */
+export class ConflictError extends ThreadlineError {
+  override name = 'ConflictError';
+  override readonly status = 409;
+}
+
+/** An input over the configured size limit. HTTP 413. */
+export class PayloadTooLargeError extends ThreadlineError {
+  override name = 'PayloadTooLargeError';
+  override readonly status = 413;
+}
+
+/** The caller may not act on this resource. HTTP 403. */
+export class ForbiddenError extends ThreadlineError {
+  override name = 'ForbiddenError';
+  override readonly status = 403;
+}
+
+export const isThreadlineError = (e: unknown): e is ThreadlineError => e instanceof ThreadlineError;
+export const isValidationError = (e: unknown): e is ValidationError => e instanceof ValidationError;
+export const isNotFoundError = (e: unknown): e is NotFoundError => e instanceof NotFoundError;
+export const isConflictError = (e: unknown): e is ConflictError => e instanceof ConflictError;

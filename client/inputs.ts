@@ -1,0 +1,83 @@
+/**
+ * Caller-facing input shapes → the workflow's `ThreadInput`, validated at ingress with the same schemas the
+ * workflow uses.
+ */
+import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
+import { PayloadTooLargeError, ValidationError } from './errors';
+import {
+  defaultLimits,
+  describeZodError,
+  ifActiveSchema,
+  ifIdleSchema,
+  jsonByteLength,
+  messageSchema,
+  threadInputSchema,
+  threadTargetSchema,
+  type IfActive,
+  type IfIdle,
+  type MessageInput,
+  type ThreadInput,
+} from './schemas';
+
+export interface SendTarget {
+  resourceId: string;
+  threadId: string;
+  runId?: string;
+  ifActive?: IfActive;
+  ifIdle?: IfIdle;
+}
+
+export interface IngressLimits {
+  maxInputBytes: number;
+}
+
+function parse<T>(schema: z.ZodType<T>, value: unknown, field: string): T {
+  const result = schema.safeParse(value);
+  if (!result.success) throw new ValidationError(`Invalid ${field}: ${describeZodError(result.error)}`);
+  return result.data;
+}
+
+/** A message (string, parts or `{ contents, attributes }`) addressed to a thread, as the workflow receives it. */
+export function messageInput(
+  agentId: string,
+  delivery: 'send' | 'queue',
+  message: MessageInput,
+  target: SendTarget,
+  options: { id?: string; limits?: IngressLimits } = {},
+): ThreadInput {
+  const parsedMessage = parse(messageSchema, message, 'message');
+  parse(threadTargetSchema, { resourceId: target.resourceId, threadId: target.threadId }, 'target');
+  const ifActive = target.ifActive === undefined ? undefined : parse(ifActiveSchema, target.ifActive, 'ifActive');
+  const ifIdle = target.ifIdle === undefined ? undefined : parse(ifIdleSchema, target.ifIdle, 'ifIdle');
+  const body =
+    typeof parsedMessage === 'string' || Array.isArray(parsedMessage) ? { contents: parsedMessage } : parsedMessage;
+  const id = ('id' in body && body.id) || options.id || randomUUID();
+  const input: ThreadInput = {
+    id,
+    agentId,
+    delivery,
+    type: 'user',
+    contents: body.contents,
+    ...('attributes' in body && body.attributes ? { attributes: body.attributes } : {}),
+    ...('metadata' in body && body.metadata ? { metadata: body.metadata } : {}),
+    ...('providerOptions' in body && body.providerOptions ? { providerOptions: body.providerOptions } : {}),
+    ...(ifActive ? { ifActive } : {}),
+    ...(ifIdle ? { ifIdle } : {}),
+    ...(target.runId ? { runId: target.runId } : {}),
+    sentAt: Date.now(),
+  };
+  return checkInput(input, options.limits);
+}
+
+/** Validates a complete workflow input (also what raw Temporal clients must send) and its size. */
+export function checkInput(input: unknown, limits: IngressLimits = defaultLimits): ThreadInput {
+  const parsed = parse(threadInputSchema, input, 'input');
+  const bytes = jsonByteLength(parsed);
+  if (bytes > limits.maxInputBytes) {
+    throw new PayloadTooLargeError(
+      `The input is ${bytes} bytes; the limit is ${limits.maxInputBytes}. Send less, or raise THREADLINE_MAX_INPUT_BYTES.`,
+    );
+  }
+  return parsed;
+}

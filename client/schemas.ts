@@ -1,0 +1,190 @@
+/**
+ * The wire schemas shared by the gateway, the clients and the thread workflow.
+ * This module runs inside the workflow sandbox too: no Node imports, no clock, no randomness.
+ */
+import { z } from 'zod';
+
+export const XML_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
+
+export const defaultLimits = {
+  /** Bytes of one input's JSON (message, signal, notification). */
+  maxInputBytes: 256 * 1024,
+  maxAttributes: 32,
+  maxIdLength: 256,
+  /** Queued runs waiting behind the active one. */
+  maxQueueLength: 100,
+  /** Inputs waiting for the next step boundary of the active run. */
+  maxPendingInputs: 500,
+};
+
+const idString = z.string().min(1, 'must not be empty').max(defaultLimits.maxIdLength);
+
+export const attributeValueSchema = z.union([z.string(), z.number(), z.boolean(), z.null(), z.undefined()]);
+export const attributesSchema = z
+  .record(z.string(), attributeValueSchema)
+  .superRefine((attrs, ctx) => {
+    const names = Object.keys(attrs);
+    if (names.length > defaultLimits.maxAttributes) {
+      ctx.addIssue({ code: 'custom', message: `at most ${defaultLimits.maxAttributes} attributes are allowed` });
+    }
+    for (const name of names) {
+      if (!XML_NAME.test(name)) ctx.addIssue({ code: 'custom', message: invalidAttributeNameMessage(name), path: [name] });
+    }
+  });
+export type Attributes = z.infer<typeof attributesSchema>;
+
+export function invalidTagNameMessage(name: string): string {
+  return `Invalid signal XML tag name: ${name}. Use letters, digits, _ . - and start with a letter or _.`;
+}
+export function invalidAttributeNameMessage(name: string): string {
+  return `Invalid signal XML attribute name: ${name}. Use letters, digits, _ . - and start with a letter or _.`;
+}
+
+export const textPartSchema = z.object({ type: z.literal('text'), text: z.string() });
+export const filePartSchema = z
+  .object({
+    type: z.literal('file'),
+    data: z.string().optional(),
+    url: z.string().optional(),
+    mediaType: z.string().min(1),
+    filename: z.string().optional(),
+  })
+  .refine((p) => p.data !== undefined || p.url !== undefined, { message: 'a file part needs data or url' });
+export const partSchema = z.discriminatedUnion('type', [textPartSchema, filePartSchema]);
+export type TextPart = z.infer<typeof textPartSchema>;
+export type FilePart = z.infer<typeof filePartSchema>;
+export type Part = z.infer<typeof partSchema>;
+
+export const contentsSchema = z.union([z.string(), z.array(partSchema)]);
+export type Contents = z.infer<typeof contentsSchema>;
+
+const jsonRecord = z.record(z.string(), z.unknown());
+export const providerOptionsSchema = z.record(z.string(), jsonRecord);
+
+/** `sendMessage` accepts a string, parts, or an object with contents and attributes. */
+export const messageSchema = z.union([
+  z.string(),
+  z.array(partSchema),
+  z.object({
+    id: idString.optional(),
+    contents: contentsSchema,
+    attributes: attributesSchema.optional(),
+    metadata: jsonRecord.optional(),
+    providerOptions: providerOptionsSchema.optional(),
+  }),
+]);
+export type MessageInput = z.infer<typeof messageSchema>;
+
+export const activeBehaviors = ['deliver', 'persist', 'discard', 'interrupt'] as const;
+export const idleBehaviors = ['wake', 'persist', 'discard'] as const;
+export type ActiveBehavior = (typeof activeBehaviors)[number];
+export type IdleBehavior = (typeof idleBehaviors)[number];
+
+/** Per-run options a woken run is started with (whatever the step activity accepts). */
+export const streamOptionsSchema = z
+  .object({
+    modelSettings: z
+      .object({
+        temperature: z.number().optional(),
+        topP: z.number().optional(),
+        maxOutputTokens: z.number().int().positive().optional(),
+        seed: z.number().int().optional(),
+        stopSequences: z.array(z.string()).optional(),
+      })
+      .strict()
+      .optional(),
+    toolChoice: z
+      .union([z.enum(['auto', 'none', 'required']), z.object({ type: z.literal('tool'), toolName: z.string() })])
+      .optional(),
+    runtimeContext: jsonRecord.optional(),
+    maxSteps: z.number().int().positive().optional(),
+  })
+  .strict();
+export type StreamOptions = z.infer<typeof streamOptionsSchema>;
+
+export const ifActiveSchema = z.object({
+  behavior: z.enum(activeBehaviors).optional(),
+  attributes: attributesSchema.optional(),
+});
+export const ifIdleSchema = z.object({
+  behavior: z.enum(idleBehaviors).optional(),
+  attributes: attributesSchema.optional(),
+  streamOptions: streamOptionsSchema.optional(),
+});
+export type IfActive = z.infer<typeof ifActiveSchema>;
+export type IfIdle = z.infer<typeof ifIdleSchema>;
+
+export const threadTargetSchema = z.object({
+  resourceId: idString,
+  threadId: idString,
+});
+export type ThreadTarget = z.infer<typeof threadTargetSchema>;
+
+export const signalTypes = ['user', 'reactive', 'notification', 'state'] as const;
+export type SignalType = (typeof signalTypes)[number];
+
+/**
+ * One input as the thread workflow receives it (signal `sendMessage` / `queueMessage` / `sendSignal`, or the
+ * `submitInput` update). This is the versioned, documented payload any Temporal client may send.
+ */
+export const threadInputSchema = z
+  .object({
+    /** Idempotency key: the same id accepted twice is applied once. */
+    id: idString,
+    agentId: idString,
+    /** `send` joins an active run at the next step boundary; `queue` waits for the active run to finish. */
+    delivery: z.enum(['send', 'queue']),
+    type: z.enum(signalTypes),
+    tagName: z.string().regex(XML_NAME).optional(),
+    contents: contentsSchema,
+    attributes: attributesSchema.optional(),
+    metadata: jsonRecord.optional(),
+    providerOptions: providerOptionsSchema.optional(),
+    transient: z.boolean().optional(),
+    ifActive: ifActiveSchema.optional(),
+    ifIdle: ifIdleSchema.optional(),
+    /** Address one run: the input is only delivered while that run is active. */
+    runId: idString.optional(),
+    /** Milliseconds since the epoch, set by the sender. Informational only. */
+    sentAt: z.number().optional(),
+  })
+  .strict();
+export type ThreadInput = z.infer<typeof threadInputSchema>;
+
+export const inputActions = ['wake', 'deliver', 'queued', 'persist', 'discard', 'interrupt', 'blocked'] as const;
+export type InputAction = (typeof inputActions)[number];
+
+/** What the thread did with an input. */
+export interface InputResult {
+  accepted: true;
+  action: InputAction;
+  runId?: string;
+  signalId: string;
+  duplicate?: true;
+}
+
+/** A workflow-level rejection of an input (never thrown by signal handlers; logged and dropped there). */
+export function describeZodError(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const path = issue.path.length ? issue.path.join('.') : '(root)';
+      return `${path}: ${issue.message}`;
+    })
+    .join('; ');
+}
+
+/** The JSON size of a value in UTF-8 bytes, without Node's Buffer (this module runs in the workflow sandbox). */
+export function jsonByteLength(value: unknown): number {
+  const json = JSON.stringify(value) ?? '';
+  let bytes = 0;
+  for (let i = 0; i < json.length; i++) {
+    const code = json.charCodeAt(i);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff) {
+      bytes += 4;
+      i++;
+    } else bytes += 3;
+  }
+  return bytes;
+}

@@ -1,0 +1,55 @@
+/**
+ * A subscription to one thread's stream: resume by id, or from the start of the active run, with a snapshot
+ * first when the requested id has left the bus's retention.
+ */
+import type { EventBus, SubscribeFrom, ThreadEvent } from './bus/types';
+
+export interface SubscribeOptions {
+  /** Resume after this event id: every later event exactly once. */
+  lastEventId?: string;
+  /** Leave out `data-signal` echoes (non-user inputs). */
+  hideSignals?: boolean;
+}
+
+export interface ThreadSubscription {
+  stream: AsyncIterable<ThreadEvent>;
+  /** The run in progress as seen on this stream, or null. */
+  activeRunId(): string | null;
+  unsubscribe(): void;
+}
+
+export function subscribe(
+  bus: EventBus,
+  threadKey: string,
+  options: SubscribeOptions,
+  snapshot: () => Promise<unknown>,
+): ThreadSubscription {
+  const abort = new AbortController();
+  let activeRun: string | null = null;
+  const from: SubscribeFrom = options.lastEventId ? { afterId: options.lastEventId } : { activeRun: true };
+  async function* events(): AsyncGenerator<ThreadEvent> {
+    for await (const item of bus.subscribe(threadKey, from, abort.signal)) {
+      if (item.kind === 'gap') {
+        // The events after lastEventId are gone: the thread's current state stands in for them.
+        yield {
+          id: options.lastEventId ?? '0',
+          threadKey,
+          type: 'snapshot',
+          payload: await snapshot(),
+          at: Date.now(),
+        };
+        continue;
+      }
+      const { event } = item;
+      if (event.type === 'start') activeRun = event.runId ?? null;
+      else if ((event.type === 'finish' || event.type === 'abort') && event.runId === activeRun) activeRun = null;
+      if (options.hideSignals && event.type === 'data-signal') continue;
+      yield event;
+    }
+  }
+  return {
+    stream: events(),
+    activeRunId: () => activeRun,
+    unsubscribe: () => abort.abort(),
+  };
+}

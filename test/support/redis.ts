@@ -1,0 +1,115 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { access, constants, mkdtemp, rm } from 'node:fs/promises';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+
+export interface RedisServer {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+  /** Stops the server and starts a fresh one (empty: nothing is persisted) on the same port. */
+  restart(): Promise<void>;
+}
+
+/** Starts a throwaway `redis-server` on a free loopback port, with persistence off and a temp dir of its own. */
+export async function startRedis(): Promise<RedisServer> {
+  const bin = await findOnPath('redis-server');
+  const dir = await mkdtemp(join(tmpdir(), 'threadline-redis-'));
+  const port = await freePort();
+  let server = await launch(bin, port, dir);
+  const killOnExit = () => server.process.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    async stop() {
+      process.off('exit', killOnExit);
+      await server.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+    async restart() {
+      await server.stop();
+      server = await launch(bin, port, dir);
+    },
+  };
+}
+
+interface Launched {
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+async function launch(bin: string, port: number, dir: string): Promise<Launched> {
+  const child = spawn(
+    bin,
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4_000));
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    }
+  };
+  const deadline = Date.now() + 10_000;
+  while (!(await answersPing(port))) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      await stop();
+      throw new Error(`redis-server did not come up on 127.0.0.1:${port}. Its output:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return { process: child, stop };
+}
+
+function answersPing(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    let reply = '';
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1_000, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (chunk) => {
+      reply += chunk.toString();
+      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
+    });
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+async function findOnPath(name: string): Promise<string> {
+  for (const dir of (process.env.PATH ?? '').split(delimiter).filter(Boolean)) {
+    const candidate = join(dir, name);
+    try {
+      await access(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not in this directory
+    }
+  }
+  throw new Error(
+    `${name} was not found on PATH. Install it (Debian/Ubuntu: \`apt-get install redis-server\`) and run the tests again.`,
+  );
+}

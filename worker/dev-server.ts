@@ -1,0 +1,207 @@
+/**
+ * Runs `temporal server start-dev` as a child process and waits until its namespace answers.
+ *
+ * @example
+ * const server = await startDevServer({ cliPath: await locateTemporalCli(), port: 0, headless: true });
+ * // ... Connection.connect({ address: server.address }) ...
+ * await server.stop();
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
+import { createConnection, createServer } from 'node:net';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Connection } from '@temporalio/client';
+
+const HOST = '127.0.0.1';
+const READY_TIMEOUT_MS = 60_000;
+const STOP_GRACE_MS = 10_000;
+const OUTPUT_TAIL_LINES = 40;
+
+export interface DevServerOptions {
+  /** Path of the `temporal` binary, from `locateTemporalCli()`. */
+  cliPath: string;
+  /** gRPC port; 0 picks a free loopback port. Default 7233. */
+  port?: number;
+  /** Web UI port; 0 picks a free one. Default `port + 1000` (a free port when `port` is 0). */
+  uiPort?: number;
+  /** Persist to `<dataDir>/temporal.db`; in memory when unset. */
+  dataDir?: string;
+  /** Namespace to create and wait for. Default `default`. */
+  namespace?: string;
+  /** Receives the server's output lines. */
+  log?: (line: string) => void;
+  /** Skip the Web UI. */
+  headless?: boolean;
+  /** Dynamic config overrides, e.g. `{ 'limit.historyCount.suggestContinueAsNew': 50 }` to test limits. */
+  dynamicConfig?: Record<string, string | number | boolean>;
+}
+
+export interface DevServer {
+  /** gRPC address, `127.0.0.1:<port>`. */
+  address: string;
+  /** Web UI URL, unless headless. */
+  uiUrl?: string;
+  /** SIGTERM, then SIGKILL after 10 s; resolves once the process has exited. */
+  stop(): Promise<void>;
+}
+
+/** Starts a dev server and resolves once `namespace` can be described over gRPC. */
+export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
+  const namespace = opts.namespace ?? 'default';
+  const port = opts.port === 0 ? await freePort() : (opts.port ?? 7233);
+  const uiPort = opts.headless ? undefined : await resolveUiPort(opts.uiPort, opts.port, port);
+  const address = `${HOST}:${port}`;
+  const uiUrl = uiPort === undefined ? undefined : `http://${HOST}:${uiPort}`;
+
+  const args = ['server', 'start-dev', '--ip', HOST, '--port', String(port)];
+  args.push(...(uiPort === undefined ? ['--headless'] : ['--ui-port', String(uiPort)]));
+  if (opts.dataDir) {
+    await mkdir(opts.dataDir, { recursive: true });
+    args.push('--db-filename', join(opts.dataDir, 'temporal.db'));
+  }
+  args.push('--namespace', namespace, '--log-level', 'warn');
+  for (const [key, value] of Object.entries(opts.dynamicConfig ?? {})) {
+    // The CLI parses each value as JSON: strings need their quotes.
+    args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
+  }
+
+  const child = spawn(opts.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const tail: string[] = [];
+  let stopping = false;
+  for (const stream of [child.stdout, child.stderr]) {
+    createInterface({ input: stream }).on('line', (line) => {
+      if (!line.trim()) return;
+      tail.push(line);
+      if (tail.length > OUTPUT_TAIL_LINES) tail.shift();
+      // Shutdown prints a burst of poller warnings that mean nothing to the user.
+      if (!stopping) opts.log?.(line);
+    });
+  }
+  const exited = new Promise<string>((resolve) => {
+    child.once('error', (err) => resolve(err.message));
+    child.once('exit', (code, signal) => resolve(signal ?? `exit code ${code}`));
+  });
+  // A parent that exits without stop() would otherwise leave an orphan holding the ports.
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+
+  let stopped: Promise<void> | undefined;
+  const stop = () => {
+    stopping = true;
+    process.off('exit', killOnExit);
+    stopped ??= stopChild(child, exited);
+    return stopped;
+  };
+
+  const abort = new AbortController();
+  const exitedEarly = exited.then((reason) => {
+    abort.abort();
+    throw new Error(describeEarlyExit(reason, tail, { port, uiPort, command: [opts.cliPath, ...args].join(' ') }));
+  });
+  try {
+    await Promise.race([waitForNamespace(address, namespace, abort.signal), exitedEarly]);
+  } catch (err) {
+    abort.abort();
+    await stop();
+    throw err;
+  }
+  exitedEarly.catch(() => {}); // Exits after readiness are the caller's business (stop() or a crash).
+  return { address, uiUrl, stop };
+}
+
+/** A TCP port on 127.0.0.1 that was free a moment ago (listen on port 0, read it, close). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, HOST, () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => (port ? resolve(port) : reject(new Error('Could not read the port of a test listener.'))));
+    });
+  });
+}
+
+async function resolveUiPort(requested: number | undefined, requestedPort: number | undefined, port: number) {
+  if (requested === undefined) {
+    return requestedPort === 0 || port + 1000 > 65535 ? freePort() : port + 1000;
+  }
+  return requested === 0 ? freePort() : requested;
+}
+
+async function waitForNamespace(address: string, namespace: string, signal: AbortSignal): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  let lastError: unknown;
+  // Probe TCP first: gRPC's reconnect backoff would otherwise add a second or more to start-up.
+  while (!(await canConnect(address))) {
+    if (signal.aborted) return;
+    if (Date.now() > deadline) throw notReadyError(address, namespace, 'the gRPC port never accepted connections');
+    await sleep(50);
+  }
+  let connection: Connection | undefined;
+  try {
+    while (!signal.aborted) {
+      try {
+        connection ??= await Connection.connect({ address, connectTimeout: '5s' });
+        await connection.workflowService.describeNamespace({ namespace });
+        return;
+      } catch (err) {
+        lastError = err;
+      }
+      if (Date.now() > deadline) throw notReadyError(address, namespace, String(lastError));
+      await sleep(100);
+    }
+  } finally {
+    await connection?.close();
+  }
+}
+
+function notReadyError(address: string, namespace: string, reason: string): Error {
+  return new Error(
+    `The Temporal dev server at ${address} was not ready within ${READY_TIMEOUT_MS / 1000}s ` +
+      `(namespace "${namespace}"): ${reason}`,
+  );
+}
+
+function canConnect(address: string): Promise<boolean> {
+  const [host, port] = address.split(':');
+  return new Promise((resolve) => {
+    const socket = createConnection({ host, port: Number(port) });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+function describeEarlyExit(
+  reason: string,
+  tail: string[],
+  ctx: { port: number; uiPort: number | undefined; command: string },
+): string {
+  const output = tail.join('\n');
+  let hint = '';
+  if (/can't set frontend port/.test(output)) {
+    hint = ` Port ${ctx.port} (gRPC) is already in use: stop whatever holds it or set TEMPORAL_PORT to another port.`;
+  } else if (/can't set UI port/.test(output)) {
+    hint = ` Port ${ctx.uiPort} (Web UI) is already in use: stop whatever holds it or set TEMPORAL_UI_PORT to another port.`;
+  } else if (/address already in use/.test(output)) {
+    hint = ` A port is already in use (gRPC ${ctx.port}, UI ${ctx.uiPort ?? 'none'}): set TEMPORAL_PORT / TEMPORAL_UI_PORT.`;
+  }
+  return `The Temporal dev server exited during start-up (${reason}).${hint}\nCommand: ${ctx.command}\nOutput:\n${output}`;
+}
+
+async function stopChild(child: ChildProcess, exited: Promise<unknown>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+  try {
+    await exited;
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * The worker side of Threadline: host agents, run thread workflows and their activities.
+ */
+import { createRequire } from 'node:module';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createActivities } from '../activities';
+import { AgentRegistry, type AgentDefinition } from '../activities/agent';
+import { ModelResolver, modelSettingsFromEnv, type ModelSettings } from '../activities/model';
+import type { EventBus } from '../client/bus/types';
+
+const require = createRequire(import.meta.url);
+
+/** The workflow code, resolved for the worker's bundler. */
+export const workflowsPath = require.resolve('../workflows/index.ts');
+
+export interface CreateWorkerOptions {
+  agents: AgentDefinition[];
+  bus: EventBus;
+  /** An existing connection, or an address to connect to (default: TEMPORAL_ADDRESS or localhost:7233). */
+  connection?: NativeConnection;
+  address?: string;
+  namespace?: string;
+  taskQueue?: string;
+  models?: ModelSettings;
+  /** A prebuilt bundle (`bundleWorkflowCode`), to skip bundling at start-up (tests, fast restarts). */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  /** How long shutdown waits for in-flight activities before handing them back (default 10 s). */
+  shutdownGraceTimeMs?: number;
+  worker?: Partial<WorkerOptions>;
+}
+
+export interface ThreadlineWorker {
+  worker: Worker;
+  agents: AgentRegistry;
+  /** Runs until `shutdown()` (or SIGINT/SIGTERM, which the Temporal worker handles by default). */
+  run(): Promise<void>;
+  shutdown(): Promise<void>;
+}
+
+export async function createWorker(options: CreateWorkerOptions): Promise<ThreadlineWorker> {
+  const agents = new AgentRegistry(options.agents);
+  const models = new ModelResolver(options.models ?? modelSettingsFromEnv());
+  const ownConnection = options.connection
+    ? null
+    : await NativeConnection.connect({ address: options.address ?? process.env.TEMPORAL_ADDRESS ?? 'localhost:7233' });
+  const connection = options.connection ?? ownConnection!;
+  const worker = await Worker.create({
+    connection,
+    namespace: options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default',
+    taskQueue: options.taskQueue ?? process.env.TEMPORAL_TASK_QUEUE ?? 'threadline',
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
+    activities: createActivities({ agents, bus: options.bus, models }),
+    // In-flight steps get this long to finish on shutdown; after it they are cancelled and retried elsewhere.
+    shutdownGraceTime: options.shutdownGraceTimeMs ?? 10_000,
+    ...options.worker,
+  });
+  let running: Promise<void> | null = null;
+  return {
+    worker,
+    agents,
+    run() {
+      running ??= worker.run().finally(async () => {
+        await ownConnection?.close();
+      });
+      return running;
+    },
+    async shutdown() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+    },
+  };
+}
+
+export { defineAgent, type AgentDefinition, type AgentTool, type ToolContext } from '../activities/agent';

@@ -1,0 +1,28 @@
+/**
+ * The thread workflow's public surface: every signal, update and query, one constant each.
+ * Wire names are documented in the README ("Signalling a thread from any Temporal client") and versioned with the
+ * payload schema in `client/schemas.ts`.
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { InputResult, ThreadInput } from '../client/schemas';
+import type { StoredMessage } from './messages';
+import type { ThreadView } from './thread-state';
+
+/** Fire-and-forget message: joins the active run at the next step boundary, or wakes the thread. */
+export const sendMessageSignal = defineSignal<[ThreadInput]>('sendMessage');
+/** Fire-and-forget message that waits for the active run to finish. */
+export const queueMessageSignal = defineSignal<[ThreadInput]>('queueMessage');
+/** Fire-and-forget signal of any type (`reactive`, `notification`, `user`, ...). */
+export const sendSignalSignal = defineSignal<[ThreadInput]>('sendSignal');
+
+/** Any input, answered with the thread's decision (action, runId, duplicate). Used with update-with-start. */
+export const submitInputUpdate = defineUpdate<InputResult, [ThreadInput]>('submitInput');
+
+export const threadStateQuery = defineQuery<ThreadView>('threadState');
+
+export interface MessagesPage {
+  messages: StoredMessage[];
+  hasMore: boolean;
+}
+/** Stored messages, newest last; `before` is a message id to page backwards from. */
+export const threadMessagesQuery = defineQuery<MessagesPage, [{ limit?: number; before?: string }]>('threadMessages');

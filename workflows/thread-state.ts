@@ -1,0 +1,512 @@
+/**
+ * The thread as data: what it has accepted and what it will do next. Handlers call `accept` (record and decide the
+ * input's action); the workflow's main loop calls the rest. No Temporal imports, no clock, no randomness: ids and
+ * time are injected, so this is unit-testable and replays deterministically.
+ */
+import {
+  defaultLimits,
+  type InputAction,
+  type InputResult,
+  type StreamOptions,
+  type ThreadInput,
+} from '../client/schemas';
+import type { EventDraft, ThreadEventType } from '../client/bus/types';
+import type {
+  AssistantMessage,
+  ContextWindowConfig,
+  InputMessage,
+  StepResult,
+  StoredMessage,
+  ToolMessage,
+  ToolResultPart,
+} from './messages';
+import { mergeAttributes } from './render';
+
+export interface ThreadConfig {
+  /** Continue-as-new once history reaches this many events (Temporal also suggests it at 4,096 / 4 MB). */
+  continueAsNewAfterEvents: number;
+  /** Updates and signals per execution before continuing as new (Temporal caps updates at 2,000 per run). */
+  maxUpdatesPerExecution: number;
+  maxSignalsPerExecution: number;
+  /** Input ids remembered for idempotency (oldest forgotten first). */
+  rememberInputs: number;
+  maxQueueLength: number;
+  maxPendingInputs: number;
+  /** Stored conversation messages kept in the thread (oldest dropped first). */
+  maxStoredMessages: number;
+  /** Model steps per run before it stops asking the model (tool loops); pending user inputs still get answered. */
+  maxStepsPerRun: number;
+  contextWindow: ContextWindowConfig;
+  step: { heartbeatTimeoutMs: number; startToCloseTimeoutMs: number; maxAttempts: number; initialRetryMs: number };
+  tool: { startToCloseTimeoutMs: number; maxAttempts: number };
+}
+
+export const defaultThreadConfig: ThreadConfig = {
+  continueAsNewAfterEvents: 4_000,
+  maxUpdatesPerExecution: 1_000,
+  maxSignalsPerExecution: 5_000,
+  rememberInputs: 2_000,
+  maxQueueLength: defaultLimits.maxQueueLength,
+  maxPendingInputs: defaultLimits.maxPendingInputs,
+  maxStoredMessages: 2_000,
+  maxStepsPerRun: 25,
+  contextWindow: { maxMessages: 100, maxBytes: 512 * 1024 },
+  step: { heartbeatTimeoutMs: 10_000, startToCloseTimeoutMs: 10 * 60_000, maxAttempts: 5, initialRetryMs: 1_000 },
+  tool: { startToCloseTimeoutMs: 5 * 60_000, maxAttempts: 3 },
+};
+
+export type ThreadConfigInput = Partial<Omit<ThreadConfig, 'contextWindow' | 'step' | 'tool'>> & {
+  contextWindow?: Partial<ContextWindowConfig>;
+  step?: Partial<ThreadConfig['step']>;
+  tool?: Partial<ThreadConfig['tool']>;
+};
+
+export function resolveThreadConfig(input: ThreadConfigInput | undefined): ThreadConfig {
+  const d = defaultThreadConfig;
+  return {
+    ...d,
+    ...input,
+    contextWindow: { ...d.contextWindow, ...input?.contextWindow },
+    step: { ...d.step, ...input?.step },
+    tool: { ...d.tool, ...input?.tool },
+  };
+}
+
+/** An accepted input waiting to enter the model's context, attributes already merged for the branch taken. */
+export interface PendingInput {
+  input: ThreadInput;
+  acceptedAt: number;
+}
+
+export interface RunState {
+  runId: string;
+  agentId: string;
+  stepNumber: number;
+  pending: PendingInput[];
+  streamOptions?: StreamOptions;
+  startedAt: number;
+  /** An `interrupt` input arrived: cancel the step in flight. */
+  interruptRequested: boolean;
+}
+
+export interface QueuedRun {
+  runId: string;
+  agentId: string;
+  inputs: PendingInput[];
+  streamOptions?: StreamOptions;
+}
+
+/** A workflow-decided event before the bus gives it an id; the key makes its publication idempotent. */
+export type OutboxEvent = EventDraft;
+
+/** Everything a thread carries across continue-as-new. */
+export interface ThreadSnapshot {
+  version: 1;
+  resourceId: string;
+  threadId: string;
+  messages: StoredMessage[];
+  run: RunState | null;
+  queue: QueuedRun[];
+  outbox: OutboxEvent[];
+  remembered: [string, InputResult][];
+  eventSeq: number;
+  stepSeq: number;
+  runsCompleted: number;
+}
+
+export interface ThreadClock {
+  now(): number;
+  newId(): string;
+}
+
+/** What the step activity needs for one model call. */
+export interface StepPlan {
+  runId: string;
+  agentId: string;
+  stepNumber: number;
+  stepKey: string;
+  messages: StoredMessage[];
+  /** Transient inputs: in this step's context, never stored. */
+  transient: InputMessage[];
+  preEvents: OutboxEvent[];
+  streamOptions?: StreamOptions;
+}
+
+export class InputRejectedError extends Error {
+  override name = 'InputRejectedError';
+}
+
+export function emptySnapshot(resourceId: string, threadId: string): ThreadSnapshot {
+  return {
+    version: 1,
+    resourceId,
+    threadId,
+    messages: [],
+    run: null,
+    queue: [],
+    outbox: [],
+    remembered: [],
+    eventSeq: 0,
+    stepSeq: 0,
+    runsCompleted: 0,
+  };
+}
+
+export class ThreadState {
+  private readonly remembered: Map<string, InputResult>;
+
+  constructor(
+    private readonly s: ThreadSnapshot,
+    readonly config: ThreadConfig,
+    private readonly clock: ThreadClock,
+  ) {
+    this.remembered = new Map(s.remembered);
+  }
+
+  get key(): { resourceId: string; threadId: string } {
+    return { resourceId: this.s.resourceId, threadId: this.s.threadId };
+  }
+
+  get run(): RunState | null {
+    return this.s.run;
+  }
+
+  get messages(): readonly StoredMessage[] {
+    return this.s.messages;
+  }
+
+  get queue(): readonly QueuedRun[] {
+    return this.s.queue;
+  }
+
+  get outboxSize(): number {
+    return this.s.outbox.length;
+  }
+
+  isActive(): boolean {
+    return this.s.run !== null;
+  }
+
+  /** The main loop has something to do: a run to step, a queued run to start, events to publish. */
+  hasWork(): boolean {
+    return this.s.run !== null || this.s.queue.length > 0 || this.s.outbox.length > 0;
+  }
+
+  /**
+   * Checks an input against the thread's limits without changing anything (the update validator, and the
+   * signal handler before `accept`). Throws `InputRejectedError` with a message that names the limit.
+   */
+  validate(input: ThreadInput): void {
+    if (this.remembered.has(input.id)) return;
+    const { run } = this.s;
+    if (input.delivery === 'queue' && run && this.s.queue.length >= this.config.maxQueueLength) {
+      throw new InputRejectedError(
+        `The thread's queue is full (${this.config.maxQueueLength} queued runs). Wait for a run to finish or raise maxQueueLength.`,
+      );
+    }
+    if (input.delivery === 'send' && run && run.pending.length >= this.config.maxPendingInputs) {
+      throw new InputRejectedError(
+        `The active run has ${this.config.maxPendingInputs} inputs waiting for the next step. Wait or raise maxPendingInputs.`,
+      );
+    }
+  }
+
+  /** Records an input and decides what the thread does with it (SPEC §2.1, §2.2 behaviours). */
+  accept(input: ThreadInput): InputResult {
+    const previous = this.remembered.get(input.id);
+    if (previous) return { ...previous, duplicate: true };
+    const result = this.route(input);
+    this.remember(input.id, result);
+    return result;
+  }
+
+  private route(input: ThreadInput): InputResult {
+    const { run } = this.s;
+    const at = this.clock.now();
+    if (run) {
+      const attributes = mergeAttributes(input.attributes, input.ifActive?.attributes);
+      const accepted: PendingInput = { input: { ...input, attributes }, acceptedAt: at };
+      // A wake for another agent cannot join this agent's loop: it runs next.
+      if (input.delivery === 'queue' || input.agentId !== run.agentId) {
+        return this.result('queued', input.id, this.enqueue(accepted, input.ifIdle?.streamOptions).runId);
+      }
+      const behavior = input.ifActive?.behavior ?? 'deliver';
+      if (behavior === 'persist') return this.persist(accepted);
+      if (behavior === 'discard') return this.result('discard', input.id);
+      run.pending.push(accepted);
+      if (behavior === 'interrupt') {
+        run.interruptRequested = true;
+        return this.result('interrupt', input.id, run.runId);
+      }
+      return this.result('deliver', input.id, run.runId);
+    }
+    const attributes = mergeAttributes(input.attributes, input.ifIdle?.attributes);
+    const accepted: PendingInput = { input: { ...input, attributes }, acceptedAt: at };
+    const behavior = input.ifIdle?.behavior ?? 'wake';
+    if (behavior === 'persist') return this.persist(accepted);
+    if (behavior === 'discard') return this.result('discard', input.id);
+    const started = this.startRun({
+      runId: this.clock.newId(),
+      agentId: input.agentId,
+      inputs: [accepted],
+      streamOptions: input.ifIdle?.streamOptions,
+    });
+    return this.result('wake', input.id, started.runId);
+  }
+
+  private result(action: InputAction, signalId: string, runId?: string): InputResult {
+    return runId === undefined ? { accepted: true, action, signalId } : { accepted: true, action, runId, signalId };
+  }
+
+  private remember(id: string, result: InputResult): void {
+    this.remembered.set(id, result);
+    while (this.remembered.size > this.config.rememberInputs) {
+      const oldest = this.remembered.keys().next().value as string;
+      this.remembered.delete(oldest);
+    }
+  }
+
+  private persist(accepted: PendingInput): InputResult {
+    // A transient input exists only for the turn it joins: with nothing to join, it is dropped.
+    if (accepted.input.transient) return this.result('discard', accepted.input.id);
+    const message = this.store(accepted, undefined);
+    this.emit(echoType(message), echoPayload(message, 'persist'));
+    return this.result('persist', accepted.input.id);
+  }
+
+  private enqueue(accepted: PendingInput, streamOptions: StreamOptions | undefined): QueuedRun {
+    const queued: QueuedRun = {
+      runId: this.clock.newId(),
+      agentId: accepted.input.agentId,
+      inputs: [accepted],
+      streamOptions,
+    };
+    this.s.queue.push(queued);
+    this.emitQueue();
+    return queued;
+  }
+
+  private startRun(queued: QueuedRun): RunState {
+    const run: RunState = {
+      runId: queued.runId,
+      agentId: queued.agentId,
+      stepNumber: 0,
+      pending: queued.inputs,
+      streamOptions: queued.streamOptions,
+      startedAt: this.clock.now(),
+      interruptRequested: false,
+    };
+    this.s.run = run;
+    this.emit('start', { runId: run.runId, agentId: run.agentId }, run.runId);
+    return run;
+  }
+
+  /** Starts the next queued run when idle. Returns whether one started. */
+  startNextQueued(): boolean {
+    if (this.s.run || this.s.queue.length === 0) return false;
+    const next = this.s.queue.shift()!;
+    this.startRun(next);
+    this.emitQueue();
+    return true;
+  }
+
+  /**
+   * Moves the inputs accepted since the last step into the conversation, each as its own turn, echoed to
+   * subscribers where it enters the model's context, and returns what the step activity needs.
+   */
+  planStep(): StepPlan {
+    const run = this.s.run;
+    if (!run) throw new Error('planStep called without an active run');
+    const transient: InputMessage[] = [];
+    for (const accepted of run.pending.splice(0)) {
+      const message = toInputMessage(accepted, run.runId);
+      if (accepted.input.transient) transient.push(message);
+      else this.store(accepted, run.runId);
+      this.emit(echoType(message), echoPayload(message, 'deliver'), run.runId);
+    }
+    run.interruptRequested = false;
+    run.stepNumber += 1;
+    this.s.stepSeq += 1;
+    return {
+      runId: run.runId,
+      agentId: run.agentId,
+      stepNumber: run.stepNumber,
+      stepKey: `${this.s.stepSeq}`,
+      messages: selectWindow(this.s.messages, this.config.contextWindow),
+      transient,
+      preEvents: this.takeOutbox(),
+      streamOptions: run.streamOptions,
+    };
+  }
+
+  /** Records a finished step's message. Returns the tool calls to run (none → the step ended the model's turn). */
+  completeStep(plan: StepPlan, result: StepResult): void {
+    if (result.content.length > 0) {
+      const message: AssistantMessage = {
+        id: `a:${plan.stepKey}`,
+        role: 'assistant',
+        runId: plan.runId,
+        stepNumber: plan.stepNumber,
+        content: result.content,
+        at: this.clock.now(),
+      };
+      this.append(message);
+    }
+  }
+
+  recordToolResults(plan: StepPlan, results: ToolResultPart[]): void {
+    if (results.length === 0) return;
+    const message: ToolMessage = {
+      id: `t:${plan.stepKey}`,
+      role: 'tool',
+      runId: plan.runId,
+      content: results,
+      at: this.clock.now(),
+    };
+    this.append(message);
+  }
+
+  /** An interrupted step leaves nothing in the conversation; subscribers drop its partial output. */
+  interruptStep(plan: StepPlan): void {
+    this.emit('step-interrupted', { stepNumber: plan.stepNumber }, plan.runId);
+  }
+
+  /**
+   * Whether the run asks the model again: it does while tool results or inputs wait for an answer.
+   * Every input accepted before this call is answered by this run; anything accepted after starts the next.
+   */
+  shouldContinue(result: StepResult | null): boolean {
+    const run = this.s.run;
+    if (!run) return false;
+    if (run.pending.length > 0) return true;
+    if (result && result.toolCalls.length > 0) return run.stepNumber < this.maxSteps(run);
+    return false;
+  }
+
+  private maxSteps(run: RunState): number {
+    return run.streamOptions?.maxSteps ?? this.config.maxStepsPerRun;
+  }
+
+  finishRun(reason: 'stop' | 'error' | 'max-steps', error?: string): void {
+    const run = this.s.run;
+    if (!run) return;
+    if (reason === 'error') this.emit('error', { message: error ?? 'The run failed.' }, run.runId);
+    this.emit('finish', { runId: run.runId, reason, steps: run.stepNumber }, run.runId);
+    this.s.run = null;
+    this.s.runsCompleted += 1;
+    // Inputs accepted for a run that failed before answering them start the next run instead of vanishing.
+    if (run.pending.length > 0) {
+      this.s.queue.unshift({ runId: this.clock.newId(), agentId: run.agentId, inputs: run.pending });
+    }
+  }
+
+  takeOutbox(): OutboxEvent[] {
+    return this.s.outbox.splice(0);
+  }
+
+  /** Events taken for publishing that could not be published go back to the front, order kept. */
+  restoreOutbox(events: OutboxEvent[]): void {
+    this.s.outbox.unshift(...events);
+  }
+
+  emit(type: ThreadEventType, payload: unknown, runId?: string): void {
+    this.s.eventSeq += 1;
+    const draft: OutboxEvent = { key: `w:${this.s.eventSeq}`, type, payload, at: this.clock.now() };
+    if (runId !== undefined) draft.runId = runId;
+    this.s.outbox.push(draft);
+  }
+
+  private emitQueue(): void {
+    this.emit('queue-updated', {
+      queue: this.s.queue.map((q) => ({ runId: q.runId, agentId: q.agentId, inputIds: q.inputs.map((i) => i.input.id) })),
+    });
+  }
+
+  private store(accepted: PendingInput, runId: string | undefined): InputMessage {
+    const message = toInputMessage(accepted, runId);
+    this.append(message);
+    return message;
+  }
+
+  private append(message: StoredMessage): void {
+    this.s.messages.push(message);
+    const excess = this.s.messages.length - this.config.maxStoredMessages;
+    if (excess > 0) this.s.messages.splice(0, excess);
+  }
+
+  /** The whole thread, for continue-as-new. */
+  snapshot(): ThreadSnapshot {
+    return { ...this.s, remembered: [...this.remembered.entries()] };
+  }
+
+  /** What `threadStateQuery` answers. */
+  view(): ThreadView {
+    const { run } = this.s;
+    return {
+      resourceId: this.s.resourceId,
+      threadId: this.s.threadId,
+      status: run ? 'active' : 'idle',
+      activeRun: run
+        ? { runId: run.runId, agentId: run.agentId, stepNumber: run.stepNumber, pendingInputs: run.pending.length }
+        : null,
+      queue: this.s.queue.map((q) => ({ runId: q.runId, agentId: q.agentId, inputIds: q.inputs.map((i) => i.input.id) })),
+      messageCount: this.s.messages.length,
+      runsCompleted: this.s.runsCompleted,
+    };
+  }
+}
+
+export interface ThreadView {
+  resourceId: string;
+  threadId: string;
+  status: 'active' | 'idle';
+  activeRun: { runId: string; agentId: string; stepNumber: number; pendingInputs: number } | null;
+  queue: { runId: string; agentId: string; inputIds: string[] }[];
+  messageCount: number;
+  runsCompleted: number;
+}
+
+function toInputMessage(accepted: PendingInput, runId: string | undefined): InputMessage {
+  const { input } = accepted;
+  const message: InputMessage = { id: input.id, role: 'user', type: input.type, contents: input.contents, at: accepted.acceptedAt };
+  if (input.tagName !== undefined) message.tagName = input.tagName;
+  if (input.attributes !== undefined) message.attributes = input.attributes;
+  if (input.metadata !== undefined) message.metadata = input.metadata;
+  if (input.providerOptions !== undefined) message.providerOptions = input.providerOptions;
+  if (runId !== undefined) message.runId = runId;
+  return message;
+}
+
+function echoType(message: InputMessage): ThreadEventType {
+  return message.type === 'user' && !message.tagName ? 'data-user-message' : 'data-signal';
+}
+
+function echoPayload(message: InputMessage, action: 'deliver' | 'persist'): unknown {
+  return {
+    id: message.id,
+    type: message.type,
+    tagName: message.tagName,
+    contents: message.contents,
+    attributes: message.attributes,
+    metadata: message.metadata,
+    action,
+  };
+}
+
+/**
+ * The newest messages within the window's count and byte budget. Never starts on a tool result (its tool call
+ * would be missing, which providers reject).
+ */
+export function selectWindow(messages: readonly StoredMessage[], window: ContextWindowConfig): StoredMessage[] {
+  let start = Math.max(0, messages.length - window.maxMessages);
+  let bytes = 0;
+  for (let i = messages.length - 1; i >= start; i--) {
+    bytes += JSON.stringify(messages[i]).length;
+    if (bytes > window.maxBytes && i < messages.length - 1) {
+      start = i + 1;
+      break;
+    }
+  }
+  while (start < messages.length && messages[start].role === 'tool') start++;
+  return messages.slice(start);
+}

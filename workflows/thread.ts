@@ -1,0 +1,225 @@
+/**
+ * threadWorkflow: one execution chain per thread. Handlers validate and record; one main loop decides.
+ */
+import {
+  ActivityCancellationType,
+  allHandlersFinished,
+  CancellationScope,
+  condition,
+  continueAsNew,
+  isCancellation,
+  log,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { createActivities } from '../activities';
+import { describeZodError, threadInputSchema, type ThreadInput } from '../client/schemas';
+import {
+  queueMessageSignal,
+  sendMessageSignal,
+  sendSignalSignal,
+  submitInputUpdate,
+  threadMessagesQuery,
+  threadStateQuery,
+} from './definitions';
+import type { StepResult, ToolResultPart } from './messages';
+import { threadKey } from './ids';
+import {
+  emptySnapshot,
+  resolveThreadConfig,
+  ThreadState,
+  type StepPlan,
+  type ThreadConfigInput,
+  type ThreadSnapshot,
+} from './thread-state';
+
+type Activities = ReturnType<typeof createActivities>;
+
+export interface ThreadWorkflowArgs {
+  resourceId: string;
+  threadId: string;
+  config?: ThreadConfigInput;
+  /** Set by continue-as-new: the thread as the previous execution left it. */
+  snapshot?: ThreadSnapshot;
+}
+
+/** The workflow clock: deterministic inside the sandbox (it is the time of the current workflow task). */
+function workflowNow(): number {
+  return new Date().getTime();
+}
+
+export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
+  const config = resolveThreadConfig(args.config);
+  const thread = new ThreadState(args.snapshot ?? emptySnapshot(args.resourceId, args.threadId), config, {
+    now: workflowNow,
+    newId: uuid4,
+  });
+  const key = threadKey(args.resourceId, args.threadId);
+  let updatesSeen = 0;
+  let signalsSeen = 0;
+
+  const { runStep } = proxyActivities<Activities>({
+    heartbeatTimeout: config.step.heartbeatTimeoutMs,
+    startToCloseTimeout: config.step.startToCloseTimeoutMs,
+    // Wait for the step to acknowledge cancellation so its last chunks precede `step-interrupted`.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: { maximumAttempts: config.step.maxAttempts, initialInterval: config.step.initialRetryMs },
+  });
+  const { runTool } = proxyActivities<Activities>({
+    startToCloseTimeout: config.tool.startToCloseTimeoutMs,
+    retry: { maximumAttempts: config.tool.maxAttempts },
+  });
+  const { publishEvents } = proxyLocalActivities<Activities>({
+    startToCloseTimeout: '30 seconds',
+    retry: { maximumAttempts: 20, initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
+  });
+
+  // Signals never throw: a bad payload is logged and dropped, the thread untouched.
+  const onSignal = (name: string) => (raw: unknown) => {
+    signalsSeen += 1;
+    const parsed = threadInputSchema.safeParse(raw);
+    if (!parsed.success) {
+      log.warn(`Dropped invalid ${name} payload`, { error: describeZodError(parsed.error) });
+      return;
+    }
+    const input = withDelivery(parsed.data, name);
+    try {
+      thread.validate(input);
+    } catch (err) {
+      log.warn(`Dropped ${name} input ${input.id}`, { error: (err as Error).message });
+      return;
+    }
+    thread.accept(input);
+  };
+  setHandler(sendMessageSignal, onSignal('sendMessage'));
+  setHandler(queueMessageSignal, onSignal('queueMessage'));
+  setHandler(sendSignalSignal, onSignal('sendSignal'));
+
+  setHandler(
+    submitInputUpdate,
+    (input) => {
+      updatesSeen += 1;
+      return thread.accept(input);
+    },
+    {
+      validator: (raw) => {
+        const parsed = threadInputSchema.safeParse(raw);
+        if (!parsed.success) throw new Error(`Invalid input: ${describeZodError(parsed.error)}`);
+        thread.validate(parsed.data);
+      },
+    },
+  );
+  setHandler(threadStateQuery, () => thread.view());
+  setHandler(threadMessagesQuery, ({ limit = 50, before } = {}) => {
+    const all = thread.messages;
+    const end = before ? all.findIndex((m) => m.id === before) : all.length;
+    const stop = end < 0 ? all.length : end;
+    const start = Math.max(0, stop - limit);
+    return { messages: all.slice(start, stop), hasMore: start > 0 };
+  });
+
+  const wantsContinueAsNew = (): boolean => {
+    const info = workflowInfo();
+    return (
+      info.continueAsNewSuggested ||
+      info.historyLength >= config.continueAsNewAfterEvents ||
+      updatesSeen >= config.maxUpdatesPerExecution ||
+      signalsSeen >= config.maxSignalsPerExecution
+    );
+  };
+
+  const publish = async (): Promise<void> => {
+    const events = thread.takeOutbox();
+    if (events.length === 0) return;
+    try {
+      await publishEvents(key, events);
+    } catch (err) {
+      // The bus is down beyond the retry budget: keep the events (in order) for the next attempt.
+      thread.restoreOutbox(events);
+      throw err;
+    }
+  };
+
+  const runToolCalls = async (plan: StepPlan, result: StepResult): Promise<void> => {
+    const results = await Promise.all(
+      result.toolCalls.map(
+        async (call): Promise<ToolResultPart> =>
+          runTool({ threadKey: key, runId: plan.runId, agentId: plan.agentId, call, ...thread.key }),
+      ),
+    );
+    thread.recordToolResults(plan, results);
+  };
+
+  const step = async (): Promise<void> => {
+    const run = thread.run!;
+    const plan = thread.planStep();
+    let result: StepResult | null = null;
+    const scope = new CancellationScope();
+    let stepDone = false;
+    const watchInterrupt = condition(() => run.interruptRequested || stepDone).then(() => {
+      if (!stepDone) scope.cancel();
+    });
+    try {
+      result = await scope.run(() =>
+        runStep({
+          threadKey: key,
+          resourceId: args.resourceId,
+          threadId: args.threadId,
+          runId: plan.runId,
+          agentId: plan.agentId,
+          stepNumber: plan.stepNumber,
+          stepKey: plan.stepKey,
+          messages: plan.messages,
+          transient: plan.transient,
+          preEvents: plan.preEvents,
+          streamOptions: plan.streamOptions,
+        }),
+      );
+    } catch (err) {
+      if (!(isCancellation(err) && run.interruptRequested)) {
+        log.error('Step failed', { runId: plan.runId, error: (err as Error).message });
+        thread.finishRun('error', (err as Error).message);
+        return;
+      }
+    } finally {
+      stepDone = true;
+      await watchInterrupt;
+    }
+    if (!result) {
+      thread.interruptStep(plan);
+      return; // the interrupting input is pending: the run continues with a fresh step
+    }
+    thread.completeStep(plan, result);
+    if (result.toolCalls.length > 0) await runToolCalls(plan, result);
+    if (!thread.shouldContinue(result)) {
+      thread.finishRun(result.toolCalls.length > 0 ? 'max-steps' : 'stop');
+    }
+  };
+
+  for (;;) {
+    await condition(() => thread.hasWork() || wantsContinueAsNew());
+    if (wantsContinueAsNew()) break;
+    if (!thread.run && thread.startNextQueued()) continue;
+    if (thread.run) await step();
+    else await publish();
+  }
+
+  // Continue-as-new only between steps, after every handler finished, with the outbox flushed: nothing is lost.
+  await publish();
+  await condition(allHandlersFinished);
+  await continueAsNew<typeof threadWorkflow>({
+    resourceId: args.resourceId,
+    threadId: args.threadId,
+    config: args.config,
+    snapshot: thread.snapshot(),
+  });
+}
+
+function withDelivery(input: ThreadInput, signalName: string): ThreadInput {
+  if (signalName === 'queueMessage') return { ...input, delivery: 'queue' };
+  if (signalName === 'sendMessage') return { ...input, delivery: 'send' };
+  return input;
+}
