@@ -132,13 +132,13 @@ export class AgentClient {
   ) {}
 
   /** Joins the active run at the next step boundary, or starts a run. */
-  sendMessage(message: MessageInput, target: SendTarget, options: { id?: string } = {}): Promise<SendResult> {
+  async sendMessage(message: MessageInput, target: SendTarget, options: { id?: string } = {}): Promise<SendResult> {
     const input = messageInput(this.agentId, 'send', message, target, { ...options, limits: this.client.limits });
     return this.client.submit(target, input);
   }
 
   /** Runs after the active run finishes (in acceptance order), or starts a run when idle. */
-  queueMessage(message: MessageInput, target: SendTarget, options: { id?: string } = {}): Promise<SendResult> {
+  async queueMessage(message: MessageInput, target: SendTarget, options: { id?: string } = {}): Promise<SendResult> {
     const input = messageInput(this.agentId, 'queue', message, target, { ...options, limits: this.client.limits });
     return this.client.submit(target, input);
   }

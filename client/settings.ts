@@ -6,6 +6,7 @@ import type { ConnectionOptions } from '@temporalio/client';
 
 export interface Settings {
   port: number;
+  host: string;
   temporalAddress?: string;
   temporalNamespace: string;
   temporalTaskQueue: string;
@@ -33,6 +34,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
   const tlsEnabled = env.TEMPORAL_TLS === 'true' || Boolean(tlsCert || tlsCa);
   return {
     port: int(env.PORT, 4111, 'PORT'),
+    host: env.HOST || '127.0.0.1',
     temporalAddress: env.TEMPORAL_ADDRESS || undefined,
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
     temporalTaskQueue: env.TEMPORAL_TASK_QUEUE || 'threadline',

@@ -27,8 +27,10 @@ export function subscribe(
   const abort = new AbortController();
   let activeRun: string | null = null;
   const from: SubscribeFrom = options.lastEventId ? { afterId: options.lastEventId } : { activeRun: true };
+  // Subscribe now, not on the first read: a caller that subscribes and then sends must see the reply.
+  const items = bus.subscribe(threadKey, from, abort.signal);
   async function* events(): AsyncGenerator<ThreadEvent> {
-    for await (const item of bus.subscribe(threadKey, from, abort.signal)) {
+    for await (const item of items) {
       if (item.kind === 'gap') {
         // The events after lastEventId are gone: the thread's current state stands in for them.
         yield {

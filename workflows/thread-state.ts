@@ -481,6 +481,7 @@ function echoType(message: InputMessage): ThreadEventType {
   return message.type === 'user' && !message.tagName ? 'data-user-message' : 'data-signal';
 }
 
+/** The echo of an input where it entered the thread (`persisted` only for inputs stored without a run). */
 function echoPayload(message: InputMessage, action: 'deliver' | 'persist'): unknown {
   return {
     id: message.id,
@@ -489,7 +490,7 @@ function echoPayload(message: InputMessage, action: 'deliver' | 'persist'): unkn
     contents: message.contents,
     attributes: message.attributes,
     metadata: message.metadata,
-    action,
+    ...(action === 'persist' ? { persisted: true } : {}),
   };
 }
 

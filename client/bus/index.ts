@@ -5,15 +5,7 @@ import type { BusRetention, EventBus } from './types';
 export { MemoryBus } from './memory';
 export { RedisBus } from './redis';
 export { defaultRetention, threadEventTypes } from './types';
-export type {
-  BusItem,
-  BusRetention,
-  EventBus,
-  EventDraft,
-  SubscribeFrom,
-  ThreadEvent,
-  ThreadEventType,
-} from './types';
+export type { BusItem, BusRetention, EventBus, EventDraft, SubscribeFrom, ThreadEvent, ThreadEventType } from './types';
 
 /** Redis Streams when `redisUrl` is given (several processes or machines), else the in-process bus. */
 export function createBus(opts: { redisUrl?: string } & Partial<BusRetention> = {}): EventBus {

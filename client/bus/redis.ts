@@ -137,9 +137,10 @@ export class RedisBus implements EventBus {
     if ('afterId' in from) return this.read(stream, { afterId: formatId(parseStreamId(from.afterId)) }, signal);
     // Take the newest entry now, on the publishing connection, so that `live` and `activeRun` include every event
     // published after this call (commands on one connection run in order).
-    const newest = this.client.xrevrange(stream, '+', '-', 'COUNT', scanPage);
+    const activeRun = 'activeRun' in from;
+    const newest = this.client.xrevrange(stream, '+', '-', 'COUNT', activeRun ? scanPage : 1);
     newest.catch(() => {});
-    return this.read(stream, { newest, activeRun: 'activeRun' in from }, signal);
+    return this.read(stream, { newest, activeRun }, signal);
   }
 
   async close(): Promise<void> {
@@ -231,7 +232,9 @@ function field(fields: string[], name: string): string {
 function parseStreamId(id: string): StreamId {
   const match = /^(\d+)(?:-(\d+))?$/.exec(id);
   if (!match) {
-    throw new Error(`Invalid event id for the Redis bus: "${id}". Pass an id this bus returned, like "1718000000000-0".`);
+    throw new Error(
+      `Invalid event id for the Redis bus: "${id}". Pass an id this bus returned, like "1718000000000-0".`,
+    );
   }
   return [BigInt(match[1]), BigInt(match[2] ?? 0)];
 }

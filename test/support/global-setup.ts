@@ -1,0 +1,45 @@
+/**
+ * One real Temporal dev server for the whole test run (built from the Go module proxy on first use), and one
+ * workflow bundle that every test worker reuses.
+ */
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import type { TestProject } from 'vitest/node';
+import { startDevServer, type DevServer } from '../../worker/dev-server';
+import { locateTemporalCli } from '../../worker/temporal-cli';
+import { workflowsPath } from '../../worker/index';
+
+let server: DevServer | null = null;
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    temporalAddress: string;
+    workflowBundlePath: string;
+    temporalCliPath: string;
+  }
+}
+
+export async function setup(project: TestProject): Promise<void> {
+  const cliPath = await locateTemporalCli({ log: (line) => console.log(line) });
+  let address = process.env.TEMPORAL_ADDRESS;
+  if (!address) {
+    server = await startDevServer({ cliPath, port: 0, headless: true });
+    address = server.address;
+  }
+  const { code } = await bundleWorkflowCode({ workflowsPath, logger: quietLogger });
+  const dir = await mkdtemp(join(tmpdir(), 'threadline-bundle-'));
+  const bundlePath = join(dir, 'workflow-bundle.js');
+  await writeFile(bundlePath, code);
+  project.provide('temporalAddress', address);
+  project.provide('workflowBundlePath', bundlePath);
+  project.provide('temporalCliPath', cliPath);
+}
+
+export async function teardown(): Promise<void> {
+  await server?.stop();
+}
+
+const noop = () => undefined;
+const quietLogger = { log: noop, trace: noop, debug: noop, info: noop, warn: console.warn, error: console.error };

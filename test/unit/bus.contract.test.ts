@@ -1,0 +1,332 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryBus } from '../../client/bus/memory';
+import { RedisBus } from '../../client/bus/redis';
+import type { BusItem, BusRetention, EventBus, EventDraft, SubscribeFrom, ThreadEvent } from '../../client/bus/types';
+import { startRedis, type RedisServer } from '../support/redis';
+
+let redis: RedisServer | undefined;
+
+beforeAll(async () => {
+  redis = await startRedis();
+}, 30_000);
+
+afterAll(async () => {
+  await redis?.stop();
+});
+
+const implementations = [
+  { name: 'memory', create: (retention: Partial<BusRetention>): EventBus => new MemoryBus(retention) },
+  {
+    name: 'redis',
+    create: (retention: Partial<BusRetention>): EventBus =>
+      new RedisBus(redis!.url, { ...retention, prefix: `test-${randomUUID()}` }),
+  },
+];
+
+describe.each(implementations)('$name bus', { timeout: 30_000 }, ({ name, create }) => {
+  const cleanups: (() => Promise<void> | void)[] = [];
+
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  function newBus(retention: Partial<BusRetention> = {}): EventBus {
+    const bus = create(retention);
+    cleanups.push(() => bus.close());
+    return bus;
+  }
+
+  function subscribe(bus: EventBus, threadKey: string, from: SubscribeFrom) {
+    const controller = new AbortController();
+    cleanups.push(() => controller.abort());
+    const iterator = bus.subscribe(threadKey, from, controller.signal)[Symbol.asyncIterator]();
+    return { iterator, abort: () => controller.abort() };
+  }
+
+  it('assigns strictly increasing ids and keeps publish order', async () => {
+    const bus = newBus();
+    const thread = newThread();
+    const published: ThreadEvent[] = [];
+    for (let burst = 0; burst < 3; burst++) {
+      published.push(...(await bus.publish(thread, drafts(`b${burst}-`, 5))));
+    }
+
+    expect(published.map((event) => event.payload)).toEqual(
+      ['b0-', 'b1-', 'b2-'].flatMap((prefix) => drafts(prefix, 5).map((draft) => draft.payload)),
+    );
+    expectIncreasing(published.map((event) => event.id));
+    expect(published[0]).toEqual({
+      id: published[0].id,
+      threadKey: thread,
+      runId: 'run-1',
+      type: 'text-delta',
+      payload: { key: 'b0-0' },
+      at: 1_000,
+    });
+
+    const { iterator } = subscribe(bus, thread, { afterId: '0' });
+    expect(events(await take(iterator, 15))).toEqual(published);
+  });
+
+  it('publishes a key once, also within a batch and across a retried batch', async () => {
+    const bus = newBus();
+    const thread = newThread();
+    const [a1] = await bus.publish(thread, [draft('a')]);
+    const [a2] = await bus.publish(thread, [draft('a')]);
+    expect(a2).toEqual(a1);
+
+    const first = await bus.publish(thread, [draft('b'), draft('c')]);
+    const retried = await bus.publish(thread, [draft('c'), draft('d'), draft('d'), draft('e')]);
+    expect(retried[0]).toEqual(first[1]);
+    expect(retried[2]).toEqual(retried[1]);
+    await bus.publish(thread, [draft('end')]);
+
+    const { iterator } = subscribe(bus, thread, { afterId: '0' });
+    const seen = events(await take(iterator, 6));
+    expect(seen.map(keyOf)).toEqual(['a', 'b', 'c', 'd', 'e', 'end']);
+    expectIncreasing(seen.map((event) => event.id));
+  });
+
+  it('resumes after an id with every later event exactly once while publishing goes on', async () => {
+    const bus = newBus();
+    const thread = newThread();
+    const all = drafts('k', 500);
+    const published: ThreadEvent[] = [];
+    for (let i = 0; i < 250; i += 25) published.push(...(await bus.publish(thread, all.slice(i, i + 25))));
+
+    const { iterator } = subscribe(bus, thread, { afterId: published[124].id });
+    const received = take(iterator, 375);
+    for (let i = 250; i < 500; i += 10) {
+      published.push(...(await bus.publish(thread, all.slice(i, i + 10))));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+
+    const seen = events(await received);
+    expect(seen.map(keyOf)).toEqual(all.slice(125).map((d) => d.key));
+    expect(seen).toEqual(published.slice(125));
+  });
+
+  it('gives two subscribers the same sequence', async () => {
+    const bus = newBus();
+    const thread = newThread();
+    const one = subscribe(bus, thread, { live: true });
+    const two = subscribe(bus, thread, { live: true });
+    const received = Promise.all([take(one.iterator, 60), take(two.iterator, 60)]);
+    for (let i = 0; i < 60; i += 6) await bus.publish(thread, drafts(`x${i}-`, 6));
+
+    const [first, second] = await received;
+    expect(first).toEqual(second);
+    expect(first).toHaveLength(60);
+  });
+
+  it('starts an activeRun subscription at the start of the unfinished run', async () => {
+    const bus = newBus();
+    const thread = newThread();
+    await bus.publish(thread, [
+      draft('r1-start', 'start', 'run-1'),
+      draft('r1-delta', 'text-delta', 'run-1'),
+      draft('r1-finish', 'finish', 'run-1'),
+      draft('user', 'data-user-message', undefined),
+      draft('r2-start', 'start', 'run-2'),
+      draft('r2-delta', 'text-delta', 'run-2'),
+    ]);
+
+    const { iterator } = subscribe(bus, thread, { activeRun: true });
+    await bus.publish(thread, [draft('r2-finish', 'finish', 'run-2')]);
+
+    expect(events(await take(iterator, 3)).map(keyOf)).toEqual(['r2-start', 'r2-delta', 'r2-finish']);
+  });
+
+  it('starts an activeRun subscription at the live edge when the last run finished', async () => {
+    const bus = newBus();
+    const thread = newThread();
+    await bus.publish(thread, [
+      draft('r1-start', 'start', 'run-1'),
+      draft('r1-abort', 'abort', 'run-1'),
+      draft('r2-start', 'start', 'run-2'),
+      draft('r2-delta', 'text-delta', 'run-2'),
+      draft('r2-finish', 'finish', 'run-2'),
+      draft('state', 'state-updated', undefined),
+    ]);
+
+    const { iterator } = subscribe(bus, thread, { activeRun: true });
+    await bus.publish(thread, [draft('r3-start', 'start', 'run-3')]);
+
+    expect(events(await take(iterator, 1)).map(keyOf)).toEqual(['r3-start']);
+  });
+
+  it('starts a live subscription after the past, also on a thread nobody published to', async () => {
+    const bus = newBus();
+    const thread = newThread();
+    await bus.publish(thread, drafts('old', 3));
+    const past = subscribe(bus, thread, { live: true });
+    const empty = subscribe(bus, `${thread}-empty`, { live: true });
+    await bus.publish(thread, drafts('new', 2));
+    await bus.publish(`${thread}-empty`, drafts('first', 1));
+
+    expect(events(await take(past.iterator, 2)).map(keyOf)).toEqual(['new0', 'new1']);
+    expect(events(await take(empty.iterator, 1)).map(keyOf)).toEqual(['first0']);
+  });
+
+  it('marks a gap when events after the resume id were trimmed, and only then', async () => {
+    // Redis trims `MAXLEN ~` by whole stream nodes (100 entries), so publish enough to trim either bus.
+    const bus = newBus({ maxEvents: 10 });
+    const thread = newThread();
+    const published: ThreadEvent[] = [];
+    const all = drafts('k', 300);
+    for (let i = 0; i < 300; i += 50) published.push(...(await bus.publish(thread, all.slice(i, i + 50))));
+    const last = published[published.length - 1].id;
+
+    const behind = subscribe(bus, thread, { afterId: published[0].id });
+    const [gap] = await take(behind.iterator, 1);
+    expect(gap.kind).toBe('gap');
+    const oldest = published.findIndex((event) => event.id === (gap as Extract<BusItem, { kind: 'gap' }>).oldestId);
+    expect(oldest).toBeGreaterThan(1);
+    expect(oldest).toBeLessThanOrEqual(300 - 10);
+    expect(events(await take(behind.iterator, 300 - oldest))).toEqual(published.slice(oldest));
+
+    const atBoundary = subscribe(bus, thread, { afterId: published[oldest - 1].id });
+    expect(events(await take(atBoundary.iterator, 300 - oldest))).toEqual(published.slice(oldest));
+
+    const nearEnd = subscribe(bus, thread, { afterId: published[298].id });
+    expect(await take(nearEnd.iterator, 1)).toEqual([{ kind: 'event', event: published[299] }]);
+    expect(published[299].id).toBe(last);
+  });
+
+  it('marks a gap mid-stream when a slow subscriber falls behind the retained window', async () => {
+    const bus = newBus({ maxEvents: 10 });
+    const thread = newThread();
+    const { iterator } = subscribe(bus, thread, { live: true });
+    await bus.publish(thread, drafts('first', 1));
+    await take(iterator, 1);
+    const all = drafts('k', 300);
+    const published: ThreadEvent[] = [];
+    for (let i = 0; i < 300; i += 50) published.push(...(await bus.publish(thread, all.slice(i, i + 50))));
+
+    const [gap] = await take(iterator, 1);
+    expect(gap.kind).toBe('gap');
+    const oldest = published.findIndex((event) => event.id === (gap as Extract<BusItem, { kind: 'gap' }>).oldestId);
+    expect(oldest).toBeGreaterThan(0);
+    expect(events(await take(iterator, 300 - oldest))).toEqual(published.slice(oldest));
+  });
+
+  it('forgets an idle thread, keys included', async () => {
+    const bus = newBus({ idleMs: 1 });
+    const thread = newThread();
+    const [first] = await bus.publish(thread, [{ ...draft('a'), at: 1 }]);
+    expect(first.at).toBe(1);
+    // The deadline itself is what we wait for: after it, nothing of the thread is retained.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const [again] = await bus.publish(thread, [{ ...draft('a'), at: 2 }]);
+    expect(again.at).toBe(2);
+  });
+
+  it('ends iteration when the signal aborts or the bus closes', async () => {
+    const bus = newBus();
+    const thread = newThread();
+    const aborted = subscribe(bus, thread, { live: true });
+    const pending = aborted.iterator.next();
+    aborted.abort();
+    expect(await within(pending)).toEqual({ done: true, value: undefined });
+
+    const preAborted = new AbortController();
+    preAborted.abort();
+    const never = bus.subscribe(thread, { afterId: '0' }, preAborted.signal)[Symbol.asyncIterator]();
+    expect(await within(never.next())).toEqual({ done: true, value: undefined });
+
+    const open = subscribe(bus, thread, { live: true });
+    await bus.publish(thread, drafts('k', 1));
+    await take(open.iterator, 1);
+    const waiting = open.iterator.next();
+    await bus.close();
+    expect(await within(waiting)).toEqual({ done: true, value: undefined });
+  });
+
+  if (name === 'redis') {
+    it('keeps the keys hash within about twice the retained window', async () => {
+      const prefix = `test-${randomUUID()}`;
+      const bus = new RedisBus(redis!.url, { maxEvents: 10, prefix });
+      cleanups.push(() => bus.close());
+      const thread = newThread();
+      const all = drafts('k', 1_000);
+      for (let i = 0; i < all.length; i += 50) await bus.publish(thread, all.slice(i, i + 50));
+      const retained = await bus.publish(thread, [{ ...all[999], at: 2 }]);
+      expect(retained[0].at).toBe(1_000);
+
+      const client = new Redis(redis!.url);
+      cleanups.push(() => void client.disconnect());
+      expect(await client.hlen(`${prefix}:keys:${thread}`)).toBeLessThanOrEqual(2 * 10 + 200);
+      expect(await client.pttl(`${prefix}:keys:${thread}`)).toBeGreaterThan(0);
+    });
+
+    it('keeps a subscription across a redis-server restart', async () => {
+      const bus = newBus();
+      const thread = newThread();
+      const { iterator } = subscribe(bus, thread, { live: true });
+      await bus.publish(thread, drafts('before', 3));
+      expect(events(await take(iterator, 3)).map(keyOf)).toEqual(['before0', 'before1', 'before2']);
+
+      const waiting = take(iterator, 2);
+      await redis!.restart();
+      await bus.publish(thread, drafts('after', 2));
+      expect(events(await waiting).map(keyOf)).toEqual(['after0', 'after1']);
+    });
+  }
+});
+
+function newThread(): string {
+  return `thread-${randomUUID()}`;
+}
+
+function draft(key: string, type: EventDraft['type'] = 'text-delta', runId: string | undefined = 'run-1'): EventDraft {
+  return { key, ...(runId !== undefined && { runId }), type, payload: { key }, at: 1_000 };
+}
+
+function drafts(prefix: string, count: number): EventDraft[] {
+  return Array.from({ length: count }, (_, i) => draft(`${prefix}${i}`));
+}
+
+function keyOf(event: ThreadEvent): string {
+  return (event.payload as { key: string }).key;
+}
+
+function events(items: BusItem[]): ThreadEvent[] {
+  return items.map((item) => {
+    if (item.kind !== 'event') throw new Error(`Expected an event, got ${JSON.stringify(item)}`);
+    return item.event;
+  });
+}
+
+/** Works for both id formats: `42` (memory) and `1718000000000-3` (Redis). */
+function expectIncreasing(ids: string[]): void {
+  const parse = (id: string) => id.split('-').map(BigInt);
+  for (let i = 1; i < ids.length; i++) {
+    const [ams, aseq = 0n] = parse(ids[i - 1]);
+    const [bms, bseq = 0n] = parse(ids[i]);
+    expect(ams < bms || (ams === bms && aseq < bseq), `${ids[i - 1]} < ${ids[i]}`).toBe(true);
+  }
+}
+
+async function take(iterator: AsyncIterator<BusItem>, count: number, timeoutMs = 15_000): Promise<BusItem[]> {
+  const items: BusItem[] = [];
+  while (items.length < count) {
+    const result = await within(iterator.next(), timeoutMs, () => `${items.length} of ${count} items`);
+    if (result.done) throw new Error(`Subscription ended after ${items.length} of ${count} items`);
+    items.push(result.value);
+  }
+  return items;
+}
+
+async function within<T>(promise: Promise<T>, timeoutMs = 15_000, progress = () => ''): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Timed out after ${timeoutMs} ms ${progress()}`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
