@@ -1,0 +1,50 @@
+/**
+ * A Threadline worker as a process of its own, for tests that kill workers for real (SIGKILL) and start new ones.
+ * Started by `startWorkerProcess()` (test/support/processes.ts); prints `READY` on stdout once it polls, then runs
+ * until killed. SIGINT/SIGTERM shut it down gracefully.
+ *
+ * Settings (environment):
+ *   TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE   the dev server and the test's task queue
+ *   REDIS_URL                               the event bus shared with the test process
+ *   OPENAI_BASE_URL                         the scripted model server
+ *   THREADLINE_WORKFLOW_BUNDLE              path of the prebundled workflow code (global setup writes it)
+ *   THREADLINE_TEST_AGENTS                  comma-separated ids of the test agents to host (default `tester`)
+ */
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import type { AgentDefinition } from '../../activities/agent';
+import { RedisBus } from '../../client/bus/redis';
+import { createWorker } from '../../worker/index';
+import { testAgent } from './harness';
+
+const testAgents: Record<string, AgentDefinition> = { [testAgent.id]: testAgent };
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set. startWorkerProcess() passes it; set it when running this by hand.`);
+  return value;
+}
+
+function agentsFromEnv(): AgentDefinition[] {
+  const ids = (process.env.THREADLINE_TEST_AGENTS || testAgent.id).split(',').map((id) => id.trim());
+  return ids.filter(Boolean).map((id) => {
+    const agent = testAgents[id];
+    if (!agent) throw new Error(`Unknown test agent "${id}". Known: ${Object.keys(testAgents).join(', ')}.`);
+    return agent;
+  });
+}
+
+Runtime.install({ logger: new DefaultLogger('WARN') });
+const bus = new RedisBus(required('REDIS_URL'));
+const worker = await createWorker({
+  agents: agentsFromEnv(),
+  bus,
+  address: required('TEMPORAL_ADDRESS'),
+  taskQueue: required('TEMPORAL_TASK_QUEUE'),
+  models: { openaiBaseUrl: required('OPENAI_BASE_URL'), openaiApiKey: 'test' },
+  workflowBundle: { codePath: required('THREADLINE_WORKFLOW_BUNDLE') },
+  shutdownGraceTimeMs: 1_000,
+});
+const running = worker.run();
+console.log('READY');
+await running;
+await bus.close();

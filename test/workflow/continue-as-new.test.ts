@@ -1,0 +1,164 @@
+/**
+ * SPEC §7 "Long threads continue-as-new … no input, queue entry … is ever lost across it" on a real Temporal dev
+ * server: one thread, a low continue-as-new threshold, 30 inputs of every kind (wake, mid-step deliver, queued),
+ * and the whole stream and the last prompt checked for loss, duplication and order.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ThreadEvent } from '../../client/bus/types';
+import type { SendResult } from '../../client/connect';
+import { threadKey } from '../../workflows/ids';
+import { afterFinishes, collectUntil, startHarness, userTurns, type Harness } from '../support/harness';
+
+let h: Harness;
+beforeAll(async () => {
+  // 50 history events: a handful of runs per execution, so 30 inputs cross several boundaries.
+  h = await startHarness({ threadConfig: { continueAsNewAfterEvents: 50 } });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+/** Every execution of a workflow id, oldest first: the current one, then back along `continuedExecutionRunId`. */
+async function executionChain(workflowId: string): Promise<string[]> {
+  const chain: string[] = [];
+  let runId: string | undefined = (await h.temporal.workflow.getHandle(workflowId).describe()).runId;
+  while (runId) {
+    chain.unshift(runId);
+    const history = await h.temporal.workflow.getHandle(workflowId, runId).fetchHistory();
+    const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+    runId = started?.continuedExecutionRunId || undefined;
+  }
+  return chain;
+}
+
+interface Sent {
+  id: string;
+  text: string;
+  result: SendResult;
+}
+
+const SLOW = '(slow)';
+/**
+ * a: sendMessage on an idle thread; b: a slow step, and two sendMessages while it streams;
+ * c: a slow step, and two queueMessages behind it. The last `a` comes after the duplicate re-sends.
+ */
+const rounds = ['a', 'b', 'c', 'a', 'c', 'b', 'a', 'b', 'c', 'a', 'b', 'c', 'a', 'a'] as const;
+
+describe('continue-as-new', () => {
+  it('loses, duplicates and reorders nothing across several executions', { timeout: 240_000 }, async () => {
+    const t = h.thread();
+    const workflowId = threadKey(t.resourceId, t.threadId);
+    const agent = h.client.agent('tester');
+    const sub = agent.subscribeToThread(t);
+    const events: ThreadEvent[] = [];
+    const waitForFinishes = async (n: number): Promise<void> => {
+      events.push(...(await collectUntil(sub.stream, afterFinishes(n), 60_000)));
+    };
+    const sent: Sent[] = [];
+    const send = async (delivery: 'send' | 'queue', id: string, text: string): Promise<SendResult> => {
+      const message = { id, contents: text };
+      const result = delivery === 'send' ? await agent.sendMessage(message, t) : await agent.queueMessage(message, t);
+      sent.push({ id, text, result });
+      return result;
+    };
+    // A slow reply (1.6 s) keeps the step streaming while the test sends into it; every other reply is immediate.
+    h.model.setResponder((req) => {
+      const last = userTurns(req.messages).at(-1) ?? '';
+      return last.endsWith(SLOW)
+        ? { text: ['working ', 'on ', 'it ', 'now'], chunkDelayMs: 400 }
+        : { text: `reply to ${last}` };
+    });
+
+    try {
+      for (const [i, kind] of rounds.entries()) {
+        if (i === rounds.length - 1) {
+          // Re-sends of ids accepted by earlier executions: the first input created the thread, so the first
+          // execution accepted it, and the thread is at least on its third execution by now.
+          expect((await executionChain(workflowId)).length).toBeGreaterThanOrEqual(3);
+          for (const original of [sent[0], sent[2], sent.find((s) => s.result.action === 'queued')!]) {
+            const again = await agent.sendMessage({ id: original.id, contents: original.text }, t);
+            expect(again).toMatchObject({
+              accepted: true,
+              action: original.result.action,
+              runId: original.result.runId,
+              signalId: original.id,
+              duplicate: true,
+            });
+          }
+        }
+        if (kind === 'a') {
+          const r = await send('send', `in-${i}`, `turn ${i}`);
+          expect(r).toMatchObject({ action: 'wake', signalId: `in-${i}` });
+          await waitForFinishes(1);
+        } else {
+          const requestsBefore = h.model.requests.length;
+          const first = await send('send', `in-${i}`, `turn ${i} ${SLOW}`);
+          expect(first.action).toBe('wake');
+          // The step has called the model and is streaming its slow reply.
+          await h.model.waitForRequests(requestsBefore + 1, 30_000);
+          const more = [];
+          for (const k of [1, 2]) {
+            more.push(
+              kind === 'b'
+                ? await send('send', `in-${i}-mid-${k}`, `turn ${i} mid ${k}`)
+                : await send('queue', `in-${i}-queued-${k}`, `turn ${i} queued ${k}`),
+            );
+          }
+          if (kind === 'b') {
+            for (const r of more) expect(r).toMatchObject({ action: 'deliver', runId: first.runId });
+            await waitForFinishes(1);
+          } else {
+            for (const r of more) expect(r.action).toBe('queued');
+            expect(new Set([first.runId, ...more.map((r) => r.runId)]).size).toBe(3);
+            await waitForFinishes(3);
+          }
+        }
+      }
+    } finally {
+      h.model.setResponder(undefined);
+      sub.unsubscribe();
+    }
+
+    expect(sent).toHaveLength(30);
+    const chain = await executionChain(workflowId);
+    console.log(`continue-as-new: ${chain.length} executions of ${workflowId}`);
+    expect(chain.length).toBeGreaterThanOrEqual(3);
+
+    // Event ids are strictly increasing across every boundary.
+    const ids = events.map((e) => Number(e.id));
+    for (let i = 1; i < ids.length; i++) expect(ids[i]).toBeGreaterThan(ids[i - 1]);
+
+    // Every input is echoed exactly once, into the run its result named.
+    const echoes = events.filter((e) => e.type === 'data-user-message');
+    const echoedIds = echoes.map((e) => (e.payload as { id: string }).id);
+    expect([...echoedIds].sort()).toEqual(sent.map((s) => s.id).sort());
+    for (const s of sent) expect(echoes.find((e) => (e.payload as { id: string }).id === s.id)!.runId).toBe(s.result.runId);
+
+    // Every input is exactly one user turn of the last prompt, in the order the inputs entered the context.
+    const messageCount = (await h.client.getThread(t))!.messageCount;
+    expect(messageCount).toBeLessThanOrEqual(100); // the default context window holds the whole conversation
+    const turns = userTurns(h.model.requests.at(-1)!.messages);
+    const textOf = new Map(sent.map((s) => [s.id, s.text]));
+    expect(turns).toEqual(echoedIds.map((id) => textOf.get(id)));
+    for (const s of sent) expect(turns.filter((x) => x === s.text)).toHaveLength(1);
+
+    // One run per wake or queued result, started in acceptance order, each finished exactly once.
+    const runs = sent.filter((s) => s.result.action === 'wake' || s.result.action === 'queued').map((s) => s.result.runId);
+    expect(runs).toHaveLength(22);
+    const starts = events.filter((e) => e.type === 'start').map((e) => e.runId);
+    expect(starts).toEqual(runs);
+    const finishes = events.filter((e) => e.type === 'finish');
+    expect(finishes.map((e) => e.runId)).toEqual(runs);
+    for (const f of finishes) expect(f.payload).toMatchObject({ runId: f.runId, reason: 'stop' });
+    for (const runId of runs) {
+      expect(events.findIndex((e) => e.type === 'start' && e.runId === runId)).toBeLessThan(
+        events.findIndex((e) => e.type === 'finish' && e.runId === runId),
+      );
+    }
+
+    // One model call per step, none repeated or interrupted.
+    expect(events.filter((e) => e.type === 'step-start')).toHaveLength(h.model.requests.length);
+    expect(events.filter((e) => ['error', 'run-retry', 'step-interrupted'].includes(e.type))).toEqual([]);
+    expect(await h.client.getThread(t)).toMatchObject({ status: 'idle', queue: [], runsCompleted: runs.length });
+  });
+});
