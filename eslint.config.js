@@ -3,8 +3,25 @@ import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
 
 const nodeBuiltins = [
-  'fs', 'path', 'crypto', 'http', 'https', 'net', 'os', 'child_process', 'worker_threads', 'stream', 'events',
-  'url', 'util', 'dns', 'tls', 'zlib', 'readline', 'process', 'timers',
+  'fs',
+  'path',
+  'crypto',
+  'http',
+  'https',
+  'net',
+  'os',
+  'child_process',
+  'worker_threads',
+  'stream',
+  'events',
+  'url',
+  'util',
+  'dns',
+  'tls',
+  'zlib',
+  'readline',
+  'process',
+  'timers',
 ];
 
 export default tseslint.config(
@@ -29,11 +46,19 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          paths: nodeBuiltins.flatMap((m) => [m, `node:${m}`]).map((name) => ({
-            name,
-            message: 'Workflow code runs in the deterministic sandbox: no Node built-ins. Do I/O in activities/.',
-          })),
-          patterns: [{ group: ['../activities/*', '../worker/*'], allowTypeImports: true, message: 'Import activities as types only.' }],
+          paths: nodeBuiltins
+            .flatMap((m) => [m, `node:${m}`])
+            .map((name) => ({
+              name,
+              message: 'Workflow code runs in the deterministic sandbox: no Node built-ins. Do I/O in activities/.',
+            })),
+          patterns: [
+            {
+              group: ['../activities/*', '../worker/*'],
+              allowTypeImports: true,
+              message: 'Import activities as types only.',
+            },
+          ],
         },
       ],
       'no-restricted-properties': [

@@ -41,7 +41,9 @@ const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
  */
 export function defineAgent(definition: AgentDefinition): AgentDefinition {
   if (!AGENT_ID.test(definition.id)) {
-    throw new Error(`Invalid agent id: "${definition.id}". Use letters, digits, _ . - and start with a letter or digit.`);
+    throw new Error(
+      `Invalid agent id: "${definition.id}". Use letters, digits, _ . - and start with a letter or digit.`,
+    );
   }
   for (const name of Object.keys(definition.tools ?? {})) {
     if (!XML_NAME.test(name)) throw new Error(`Invalid tool name "${name}" on agent ${definition.id}.`);

@@ -36,7 +36,10 @@ export interface StepDeps {
 }
 
 export function unknownAgent(agentId: string): ApplicationFailure {
-  return ApplicationFailure.nonRetryable(`Unknown agent "${agentId}": no worker on this task queue hosts it.`, 'UnknownAgent');
+  return ApplicationFailure.nonRetryable(
+    `Unknown agent "${agentId}": no worker on this task queue hosts it.`,
+    'UnknownAgent',
+  );
 }
 
 /** Tool schemas only: the workflow runs tools as their own activities. */

@@ -94,14 +94,19 @@ export class ThreadlineClient {
 
   async getThread(target: ThreadTarget): Promise<ThreadView | null> {
     try {
-      return await this.temporal.workflow.getHandle(threadKey(target.resourceId, target.threadId)).query(threadStateQuery);
+      return await this.temporal.workflow
+        .getHandle(threadKey(target.resourceId, target.threadId))
+        .query(threadStateQuery);
     } catch (err) {
       if (isNotFound(err)) return null;
       throw err;
     }
   }
 
-  async getMessages(target: ThreadTarget, page: { limit?: number; before?: string } = {}): Promise<MessagesPage | null> {
+  async getMessages(
+    target: ThreadTarget,
+    page: { limit?: number; before?: string } = {},
+  ): Promise<MessagesPage | null> {
     try {
       return await this.temporal.workflow
         .getHandle(threadKey(target.resourceId, target.threadId))
@@ -158,15 +163,18 @@ export class AgentClient {
  */
 export async function connect(options: ConnectOptions): Promise<ThreadlineClient> {
   if (options.client) return new ThreadlineClient(options.client, options, null);
-  const connection = await Connection.connect({ address: options.address ?? process.env.TEMPORAL_ADDRESS ?? 'localhost:7233' });
-  const temporal = new Client({ connection, namespace: options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default' });
+  const connection = await Connection.connect({
+    address: options.address ?? process.env.TEMPORAL_ADDRESS ?? 'localhost:7233',
+  });
+  const temporal = new Client({
+    connection,
+    namespace: options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default',
+  });
   return new ThreadlineClient(temporal, options, connection);
 }
 
 function isNotFound(err: unknown): boolean {
-  return (
-    err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === grpcStatus.NOT_FOUND)
-  );
+  return err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === grpcStatus.NOT_FOUND);
 }
 
 function isRetryableRpc(err: unknown): boolean {

@@ -20,17 +20,16 @@ export const defaultLimits = {
 const idString = z.string().min(1, 'must not be empty').max(defaultLimits.maxIdLength);
 
 export const attributeValueSchema = z.union([z.string(), z.number(), z.boolean(), z.null(), z.undefined()]);
-export const attributesSchema = z
-  .record(z.string(), attributeValueSchema)
-  .superRefine((attrs, ctx) => {
-    const names = Object.keys(attrs);
-    if (names.length > defaultLimits.maxAttributes) {
-      ctx.addIssue({ code: 'custom', message: `at most ${defaultLimits.maxAttributes} attributes are allowed` });
-    }
-    for (const name of names) {
-      if (!XML_NAME.test(name)) ctx.addIssue({ code: 'custom', message: invalidAttributeNameMessage(name), path: [name] });
-    }
-  });
+export const attributesSchema = z.record(z.string(), attributeValueSchema).superRefine((attrs, ctx) => {
+  const names = Object.keys(attrs);
+  if (names.length > defaultLimits.maxAttributes) {
+    ctx.addIssue({ code: 'custom', message: `at most ${defaultLimits.maxAttributes} attributes are allowed` });
+  }
+  for (const name of names) {
+    if (!XML_NAME.test(name))
+      ctx.addIssue({ code: 'custom', message: invalidAttributeNameMessage(name), path: [name] });
+  }
+});
 export type Attributes = z.infer<typeof attributesSchema>;
 
 export function invalidTagNameMessage(name: string): string {

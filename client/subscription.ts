@@ -30,11 +30,13 @@ export function subscribe(
   // Subscribe now, not on the first read: a caller that subscribes and then sends must see the reply.
   const items = bus.subscribe(threadKey, from, abort.signal);
   async function* events(): AsyncGenerator<ThreadEvent> {
+    let lastId = options.lastEventId ?? '0';
     for await (const item of items) {
       if (item.kind === 'gap') {
-        // The events after lastEventId are gone: the thread's current state stands in for them.
+        // The events after lastId are gone: the thread's current state stands in for them. The snapshot keeps the
+        // caller's position as its id, so a reconnect after it resumes with the retained events that follow.
         yield {
-          id: options.lastEventId ?? '0',
+          id: lastId,
           threadKey,
           type: 'snapshot',
           payload: await snapshot(),
@@ -43,6 +45,7 @@ export function subscribe(
         continue;
       }
       const { event } = item;
+      lastId = event.id;
       if (event.type === 'start') activeRun = event.runId ?? null;
       else if ((event.type === 'finish' || event.type === 'abort') && event.runId === activeRun) activeRun = null;
       if (options.hideSignals && event.type === 'data-signal') continue;

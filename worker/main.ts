@@ -15,7 +15,9 @@ if (!settings.redisUrl) {
   console.warn('REDIS_URL is not set: events stay in this process, so only a gateway in this process can stream them.');
 }
 const models = modelSettingsFromEnv();
-console.log(`threadline worker: Temporal ${address}, task queue ${settings.temporalTaskQueue}, model ${defaultModelName(models)}`);
+console.log(
+  `threadline worker: Temporal ${address}, task queue ${settings.temporalTaskQueue}, model ${defaultModelName(models)}`,
+);
 const connection = await NativeConnection.connect(temporalConnectionOptions(settings, address) as never);
 const bus = createBus({ redisUrl: settings.redisUrl });
 const worker = await createWorker({

@@ -66,7 +66,9 @@ const gateway = await serveGateway({
 });
 
 if (modelName === 'demo') {
-  console.log('Model: the OFFLINE DEMO MODEL (it quotes your message back). Set OPENAI_API_KEY (or OPENAI_BASE_URL) and MODEL=openai/gpt-4o-mini for a real one.');
+  console.log(
+    'Model: the OFFLINE DEMO MODEL (it quotes your message back). Set OPENAI_API_KEY (or OPENAI_BASE_URL) and MODEL=openai/gpt-4o-mini for a real one.',
+  );
 } else {
   console.log(`Model: ${modelName}${models.openaiBaseUrl ? ` at ${models.openaiBaseUrl}` : ''}`);
 }

@@ -418,7 +418,11 @@ export class ThreadState {
 
   private emitQueue(): void {
     this.emit('queue-updated', {
-      queue: this.s.queue.map((q) => ({ runId: q.runId, agentId: q.agentId, inputIds: q.inputs.map((i) => i.input.id) })),
+      queue: this.s.queue.map((q) => ({
+        runId: q.runId,
+        agentId: q.agentId,
+        inputIds: q.inputs.map((i) => i.input.id),
+      })),
     });
   }
 
@@ -449,7 +453,11 @@ export class ThreadState {
       activeRun: run
         ? { runId: run.runId, agentId: run.agentId, stepNumber: run.stepNumber, pendingInputs: run.pending.length }
         : null,
-      queue: this.s.queue.map((q) => ({ runId: q.runId, agentId: q.agentId, inputIds: q.inputs.map((i) => i.input.id) })),
+      queue: this.s.queue.map((q) => ({
+        runId: q.runId,
+        agentId: q.agentId,
+        inputIds: q.inputs.map((i) => i.input.id),
+      })),
       messageCount: this.s.messages.length,
       runsCompleted: this.s.runsCompleted,
     };
@@ -468,7 +476,13 @@ export interface ThreadView {
 
 function toInputMessage(accepted: PendingInput, runId: string | undefined): InputMessage {
   const { input } = accepted;
-  const message: InputMessage = { id: input.id, role: 'user', type: input.type, contents: input.contents, at: accepted.acceptedAt };
+  const message: InputMessage = {
+    id: input.id,
+    role: 'user',
+    type: input.type,
+    contents: input.contents,
+    at: accepted.acceptedAt,
+  };
   if (input.tagName !== undefined) message.tagName = input.tagName;
   if (input.attributes !== undefined) message.attributes = input.attributes;
   if (input.metadata !== undefined) message.metadata = input.metadata;

@@ -145,9 +145,8 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
 
   const runToolCalls = async (plan: StepPlan, result: StepResult): Promise<void> => {
     const results = await Promise.all(
-      result.toolCalls.map(
-        async (call): Promise<ToolResultPart> =>
-          runTool({ threadKey: key, runId: plan.runId, agentId: plan.agentId, call, ...thread.key }),
+      result.toolCalls.map(async (call): Promise<ToolResultPart> =>
+        runTool({ threadKey: key, runId: plan.runId, agentId: plan.agentId, call, ...thread.key }),
       ),
     );
     thread.recordToolResults(plan, results);

@@ -116,8 +116,11 @@ export class MemoryBus implements EventBus {
     if (this.closed) return this.stream(new ThreadLog(), threadKey, 0, signal);
     // Fix the starting point now, not on the first `next()`: `live` means published after this call.
     const thread = this.thread(threadKey);
-    const cursor =
+    let cursor =
       'afterId' in from ? parseMemoryId(from.afterId) : 'activeRun' in from ? thread.activeRunCursor() : thread.lastId;
+    // An id this bus never issued comes from an earlier process (ids restart at 1): everything retained is news to
+    // the caller, after a gap marker.
+    if (cursor > thread.lastId) cursor = -1;
     return this.stream(thread, threadKey, cursor, signal);
   }
 

@@ -47,7 +47,10 @@ async function jsonBody<T>(c: Context, schema: z.ZodType<T>): Promise<T> {
 }
 
 function threadParams(c: Context): ThreadTarget {
-  const parsed = threadTargetSchema.safeParse({ resourceId: c.req.param('resourceId'), threadId: c.req.param('threadId') });
+  const parsed = threadTargetSchema.safeParse({
+    resourceId: c.req.param('resourceId'),
+    threadId: c.req.param('threadId'),
+  });
   if (!parsed.success) throw new ValidationError(`Invalid thread: ${describeZodError(parsed.error)}`);
   return parsed.data;
 }
@@ -64,7 +67,9 @@ export function createGateway(options: GatewayOptions): Hono {
     console.error('gateway error', err);
     return c.json({ error: { type: 'InternalError', message: 'Internal error. See the gateway log.' } }, 500);
   });
-  app.notFound((c) => c.json({ error: { type: 'NotFoundError', message: `No route ${c.req.method} ${c.req.path}` } }, 404));
+  app.notFound((c) =>
+    c.json({ error: { type: 'NotFoundError', message: `No route ${c.req.method} ${c.req.path}` } }, 404),
+  );
 
   const agentId = (c: Context): string => {
     const id = c.req.param('agentId')!;
@@ -82,7 +87,10 @@ export function createGateway(options: GatewayOptions): Hono {
         name: agent.name ?? agent.id,
         description: agent.description ?? '',
         instructions: agent.instructions,
-        modelId: typeof agent.model === 'object' ? agent.model.modelId : (agent.model ?? defaultModelName(options.models ?? {})),
+        modelId:
+          typeof agent.model === 'object'
+            ? agent.model.modelId
+            : (agent.model ?? defaultModelName(options.models ?? {})),
         tools: Object.fromEntries(
           Object.entries(agent.tools ?? {}).map(([name, t]) => [name, { id: name, description: t.description }]),
         ),
@@ -100,9 +108,14 @@ export function createGateway(options: GatewayOptions): Hono {
       const body = await jsonBody(c, sendBodySchema);
       if (body.message === undefined) throw new ValidationError('Invalid request body: message: Required');
       const idempotencyKey = c.req.header('Idempotency-Key');
-      const { persisted: _persisted, ...result } = await client
-        .agent(id)
-        [method](body.message as never, body, idempotencyKey ? { id: idempotencyKey } : {});
+      const agent = client.agent(id);
+      const send = method === 'sendMessage' ? agent.sendMessage : agent.queueMessage;
+      const { persisted: _persisted, ...result } = await send.call(
+        agent,
+        body.message as never,
+        body,
+        idempotencyKey ? { id: idempotencyKey } : {},
+      );
       return c.json(result);
     });
   }
@@ -133,13 +146,19 @@ export function createGateway(options: GatewayOptions): Hono {
 
   app.get('/api/threads/:resourceId/:threadId/events', (c) => {
     const target = threadParams(c);
-    return stream(c, target, c.req.header('Last-Event-ID') ?? c.req.query('lastEventId'), c.req.query('hideSignals') === 'true');
+    return stream(
+      c,
+      target,
+      c.req.header('Last-Event-ID') ?? c.req.query('lastEventId'),
+      c.req.query('hideSignals') === 'true',
+    );
   });
 
   app.get('/api/threads/:resourceId/:threadId', async (c) => {
     const target = threadParams(c);
     const view = await client.getThread(target);
-    if (!view) throw new NotFoundError(`No thread ${target.resourceId}/${target.threadId}. Send it a message to create it.`);
+    if (!view)
+      throw new NotFoundError(`No thread ${target.resourceId}/${target.threadId}. Send it a message to create it.`);
     return c.json(view);
   });
 
@@ -164,12 +183,15 @@ async function writeEvent(sse: SSEStreamingApi, event: ThreadEvent): Promise<voi
 
 function keepAliveEvery(sse: SSEStreamingApi, ms: number): { touch(): void; stop(): void } {
   let last = Date.now();
-  const timer = setInterval(() => {
-    if (Date.now() - last >= ms) {
-      last = Date.now();
-      sse.write(': keep-alive\n\n').catch(() => undefined);
-    }
-  }, Math.max(10, Math.min(ms, 1_000)));
+  const timer = setInterval(
+    () => {
+      if (Date.now() - last >= ms) {
+        last = Date.now();
+        sse.write(': keep-alive\n\n').catch(() => undefined);
+      }
+    },
+    Math.max(10, Math.min(ms, 1_000)),
+  );
   return {
     touch: () => {
       last = Date.now();

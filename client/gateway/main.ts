@@ -11,7 +11,8 @@ import { serveGateway } from './serve';
 
 const settings = settingsFromEnv();
 const address = settings.temporalAddress ?? `127.0.0.1:${settings.temporalPort}`;
-if (!settings.redisUrl) console.warn('REDIS_URL is not set: this gateway only sees events of workers in its own process.');
+if (!settings.redisUrl)
+  console.warn('REDIS_URL is not set: this gateway only sees events of workers in its own process.');
 const connection = await Connection.connect(temporalConnectionOptions(settings, address));
 const bus = createBus({ redisUrl: settings.redisUrl });
 const client = await connect({
@@ -19,7 +20,13 @@ const client = await connect({
   client: new Client({ connection, namespace: settings.temporalNamespace }),
   taskQueue: settings.temporalTaskQueue,
 });
-const server = await serveGateway({ client, agents, port: settings.port, hostname: settings.host, keepAliveMs: settings.keepAliveMs });
+const server = await serveGateway({
+  client,
+  agents,
+  port: settings.port,
+  hostname: settings.host,
+  keepAliveMs: settings.keepAliveMs,
+});
 console.log(`threadline gateway: http://${settings.host}:${server.port} (Temporal ${address})`);
 const stop = async () => {
   await server.close();

@@ -33,7 +33,11 @@ const agent = defineAgent({
   instructions: 'Record.',
   model: 'openai/recorder',
   tools: {
-    add: { description: 'Adds.', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b },
+    add: {
+      description: 'Adds.',
+      inputSchema: z.object({ a: z.number(), b: z.number() }),
+      execute: ({ a, b }) => a + b,
+    },
   },
 });
 
@@ -71,7 +75,9 @@ await a.sendMessage({ id: 'dup', contents: 'dup' }, t);
 await finishes(2);
 model.enqueue({ toolCalls: [{ name: 'add', args: { a: 1, b: 2 } }] }, { text: 'It is 3.' });
 await a.sendMessage('add 1 and 2', t);
-await temporal.workflow.getHandle(threadKey(t.resourceId, t.threadId)).signal(sendMessageSignal, { bad: true } as never);
+await temporal.workflow
+  .getHandle(threadKey(t.resourceId, t.threadId))
+  .signal(sendMessageSignal, { bad: true } as never);
 await a.sendMessage('persist me', { ...t, ifIdle: { behavior: 'persist' }, ifActive: { behavior: 'persist' } });
 await finishes(2);
 for (let i = 0; i < 4; i++) {

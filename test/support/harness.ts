@@ -49,7 +49,11 @@ export interface Harness {
 }
 
 /** The agent most tests use: plain instructions, the scripted model. */
-export const testAgent = defineAgent({ id: 'tester', instructions: 'You are a test agent.', model: 'openai/test-model' });
+export const testAgent = defineAgent({
+  id: 'tester',
+  instructions: 'You are a test agent.',
+  model: 'openai/test-model',
+});
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   quietRuntime();
@@ -142,7 +146,8 @@ export function textByRun(events: ThreadEvent[]): Map<string, string> {
   const texts = new Map<string, string>();
   for (const e of events) {
     if (e.type === 'run-retry') texts.set(e.runId!, '');
-    if (e.type === 'text-delta') texts.set(e.runId!, (texts.get(e.runId!) ?? '') + (e.payload as { text: string }).text);
+    if (e.type === 'text-delta')
+      texts.set(e.runId!, (texts.get(e.runId!) ?? '') + (e.payload as { text: string }).text);
   }
   return texts;
 }

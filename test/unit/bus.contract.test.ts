@@ -244,6 +244,18 @@ describe.each(implementations)('$name bus', { timeout: 30_000 }, ({ name, create
     expect(await within(waiting)).toEqual({ done: true, value: undefined });
   });
 
+  if (name === 'memory') {
+    it('treats an id it never issued (an earlier process) as a gap, then replays what it retains', async () => {
+      const bus = newBus();
+      const thread = newThread();
+      await bus.publish(thread, drafts('now', 2));
+      const { iterator } = subscribe(bus, thread, { afterId: '500' });
+      const [gap, ...rest] = await take(iterator, 3);
+      expect(gap.kind).toBe('gap');
+      expect(events(rest).map(keyOf)).toEqual(['now0', 'now1']);
+    });
+  }
+
   if (name === 'redis') {
     it('keeps the keys hash within about twice the retained window', async () => {
       const prefix = `test-${randomUUID()}`;

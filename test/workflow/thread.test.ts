@@ -149,7 +149,12 @@ describe('messages', () => {
     const events = await collectUntil(sub.stream, afterFinishes(wakes.length));
     sub.unsubscribe();
     // Every run was started by exactly one wake, and every input entered the conversation exactly once.
-    expect(events.filter((e) => e.type === 'start').map((e) => e.runId).sort()).toEqual(wakes.map((w) => w.runId).sort());
+    expect(
+      events
+        .filter((e) => e.type === 'start')
+        .map((e) => e.runId)
+        .sort(),
+    ).toEqual(wakes.map((w) => w.runId).sort());
     const echoed = events.filter((e) => e.type === 'data-user-message').map((e) => (e.payload as { id: string }).id);
     expect(echoed.sort()).toEqual(results.map((r) => r.signalId).sort());
     const lastRequest = h.model.requests.at(-1)!;

@@ -1,0 +1,180 @@
+import { describe, expect, it } from 'vitest';
+import type { ThreadInput } from '../../client/schemas';
+import type { StoredMessage } from '../../workflows/messages';
+import {
+  emptySnapshot,
+  resolveThreadConfig,
+  selectWindow,
+  ThreadState,
+  type ThreadConfigInput,
+} from '../../workflows/thread-state';
+
+function thread(config: ThreadConfigInput = {}) {
+  let n = 0;
+  return new ThreadState(emptySnapshot('r', 't'), resolveThreadConfig(config), {
+    now: () => 1_000,
+    newId: () => `run-${++n}`,
+  });
+}
+
+const input = (id: string, extra: Partial<ThreadInput> = {}): ThreadInput => ({
+  id,
+  agentId: 'a',
+  delivery: 'send',
+  type: 'user',
+  contents: id,
+  ...extra,
+});
+
+const noTools = { content: [{ type: 'text' as const, text: 'ok' }], toolCalls: [], finishReason: 'stop', usage: {} };
+
+describe('ThreadState.accept', () => {
+  it('wakes an idle thread, delivers to the active run, queues behind it', () => {
+    const s = thread();
+    expect(s.accept(input('m1'))).toEqual({ accepted: true, action: 'wake', runId: 'run-1', signalId: 'm1' });
+    expect(s.accept(input('m2'))).toEqual({ accepted: true, action: 'deliver', runId: 'run-1', signalId: 'm2' });
+    expect(s.accept(input('q1', { delivery: 'queue' }))).toEqual({
+      accepted: true,
+      action: 'queued',
+      runId: 'run-2',
+      signalId: 'q1',
+    });
+  });
+
+  it('returns the first result with duplicate: true for a repeated id', () => {
+    const s = thread();
+    const first = s.accept(input('m1'));
+    expect(s.accept(input('m1', { contents: 'changed' }))).toEqual({ ...first, duplicate: true });
+    expect(s.run!.pending).toHaveLength(1);
+  });
+
+  it('forgets the oldest ids beyond rememberInputs', () => {
+    const s = thread({ rememberInputs: 2 });
+    s.accept(input('a'));
+    s.accept(input('b'));
+    s.accept(input('c'));
+    expect(s.accept(input('a')).duplicate).toBeUndefined();
+    expect(s.accept(input('c')).duplicate).toBe(true);
+  });
+
+  it('queues a wake for another agent while a run is active', () => {
+    const s = thread();
+    s.accept(input('m1'));
+    expect(s.accept(input('m2', { agentId: 'other' })).action).toBe('queued');
+  });
+
+  it('merges branch attributes according to the state when accepted, also for queued messages', () => {
+    const s = thread();
+    s.accept(input('m1', { attributes: { a: 1 }, ifIdle: { attributes: { delivery: 'while-idle' } } }));
+    s.accept(
+      input('q1', { delivery: 'queue', attributes: { a: 1 }, ifActive: { attributes: { delivery: 'while-active' } } }),
+    );
+    expect(s.run!.pending[0].input.attributes).toEqual({ a: 1, delivery: 'while-idle' });
+    expect(s.queue[0].inputs[0].input.attributes).toEqual({ a: 1, delivery: 'while-active' });
+  });
+
+  it('persists without a run, discards, and reports discard for a transient persist', () => {
+    const s = thread();
+    expect(s.accept(input('p', { ifIdle: { behavior: 'persist' } })).action).toBe('persist');
+    expect(s.accept(input('d', { ifIdle: { behavior: 'discard' } })).action).toBe('discard');
+    expect(s.accept(input('tp', { transient: true, ifIdle: { behavior: 'persist' } })).action).toBe('discard');
+    expect(s.isActive()).toBe(false);
+    expect(s.messages.map((m) => m.id)).toEqual(['p']);
+  });
+});
+
+describe('ThreadState runs', () => {
+  it('turns each pending input into its own turn at the step boundary, then finishes when nothing waits', () => {
+    const s = thread();
+    s.accept(input('m1'));
+    s.accept(input('m2'));
+    const plan = s.planStep();
+    expect(plan.messages.map((m) => m.id)).toEqual(['m1', 'm2']);
+    expect(plan.preEvents.map((e) => e.type)).toEqual(['start', 'data-user-message', 'data-user-message']);
+    s.completeStep(plan, noTools);
+    s.accept(input('m3'));
+    expect(s.shouldContinue(noTools)).toBe(true);
+    const second = s.planStep();
+    expect(second.messages.map((m) => m.id)).toEqual(['m1', 'm2', 'a:1', 'm3']);
+    s.completeStep(second, noTools);
+    expect(s.shouldContinue(noTools)).toBe(false);
+    s.finishRun('stop');
+    expect(s.isActive()).toBe(false);
+  });
+
+  it('starts queued runs in order once idle', () => {
+    const s = thread();
+    s.accept(input('m1'));
+    s.accept(input('q1', { delivery: 'queue' }));
+    s.accept(input('q2', { delivery: 'queue' }));
+    s.completeStep(s.planStep(), noTools);
+    s.finishRun('stop');
+    expect(s.startNextQueued()).toBe(true);
+    expect(s.run!.pending.map((p) => p.input.id)).toEqual(['q1']);
+  });
+
+  it('does not lose inputs of a run that failed before answering them', () => {
+    const s = thread();
+    s.accept(input('m1'));
+    s.planStep();
+    s.accept(input('m2'));
+    s.finishRun('error', 'boom');
+    expect(s.queue.map((q) => q.inputs.map((i) => i.input.id))).toEqual([['m2']]);
+  });
+
+  it('keeps transient inputs out of the stored conversation', () => {
+    const s = thread();
+    s.accept(input('m1'));
+    s.accept(input('t1', { transient: true }));
+    const plan = s.planStep();
+    expect(plan.transient.map((m) => m.id)).toEqual(['t1']);
+    expect(s.messages.map((m) => m.id)).toEqual(['m1']);
+  });
+
+  it('rejects inputs beyond the queue and pending limits with a clear message', () => {
+    const s = thread({ maxQueueLength: 1, maxPendingInputs: 1 });
+    s.accept(input('m1'));
+    s.accept(input('q1', { delivery: 'queue' }));
+    expect(() => s.validate(input('q2', { delivery: 'queue' }))).toThrow(/queue is full \(1 queued runs\)/);
+    s.accept(input('m2'));
+    s.planStep();
+    s.accept(input('m3'));
+    expect(() => s.validate(input('m4'))).toThrow(/1 inputs waiting/);
+  });
+
+  it('survives a snapshot round trip (continue-as-new) with everything', () => {
+    const s = thread();
+    s.accept(input('m1'));
+    s.accept(input('q1', { delivery: 'queue' }));
+    const copy = new ThreadState(JSON.parse(JSON.stringify(s.snapshot())), resolveThreadConfig({}), {
+      now: () => 2_000,
+      newId: () => 'x',
+    });
+    expect(copy.view()).toEqual(s.view());
+    expect(copy.accept(input('m1')).duplicate).toBe(true);
+  });
+});
+
+describe('selectWindow', () => {
+  const msg = (id: string, role: StoredMessage['role'] = 'user'): StoredMessage =>
+    role === 'tool'
+      ? { id, role, runId: 'r', content: [], at: 0 }
+      : role === 'assistant'
+        ? { id, role, runId: 'r', stepNumber: 1, content: [], at: 0 }
+        : { id, role, type: 'user', contents: id, at: 0 };
+
+  it('keeps the newest messages within the count', () => {
+    const all = ['a', 'b', 'c', 'd'].map((id) => msg(id));
+    expect(selectWindow(all, { maxMessages: 2, maxBytes: 1e9 }).map((m) => m.id)).toEqual(['c', 'd']);
+  });
+
+  it('never starts on a tool result', () => {
+    const all = [msg('u'), msg('a', 'assistant'), msg('t', 'tool'), msg('u2')];
+    expect(selectWindow(all, { maxMessages: 2, maxBytes: 1e9 }).map((m) => m.id)).toEqual(['u2']);
+  });
+
+  it('keeps within the byte budget but always the newest message', () => {
+    const all = [msg('x'.repeat(100)), msg('y'.repeat(100))];
+    expect(selectWindow(all, { maxMessages: 10, maxBytes: 50 }).map((m) => m.id)).toEqual(['y'.repeat(100)]);
+  });
+});
