@@ -1,0 +1,72 @@
+/**
+ * SPEC §6 "Temporal-native": the documented signal, with the documented payload, from the `temporal` CLI itself.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { threadKey } from '../../workflows/ids';
+import { collectUntil, startHarness, userTurns, type Harness } from '../support/harness';
+
+const run = promisify(execFile);
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+it('starts and answers a thread signalled with `temporal workflow signal-with-start`', async () => {
+  const t = { resourceId: 'user:cli', threadId: 'thread/1' };
+  const sub = h.client.agent('tester').subscribeToThread(t);
+  h.model.enqueue({ text: 'Hello from the model' });
+  const cli = inject('temporalCliPath');
+  const common = ['--address', h.address, '--namespace', 'default'];
+  await run(cli, [
+    'workflow',
+    'signal-with-start',
+    ...common,
+    '--workflow-id',
+    threadKey(t.resourceId, t.threadId),
+    '--type',
+    'threadWorkflow',
+    '--task-queue',
+    h.taskQueue,
+    '--input',
+    JSON.stringify(t),
+    '--signal-name',
+    'sendMessage',
+    '--signal-input',
+    JSON.stringify({ id: 'cli-1', agentId: 'tester', delivery: 'send', type: 'user', contents: 'Hello from the CLI' }),
+  ]);
+  const events = await collectUntil(sub.stream, (e) => e.type === 'finish');
+  sub.unsubscribe();
+  expect(events.find((e) => e.type === 'data-user-message')?.payload).toMatchObject({ id: 'cli-1' });
+  expect(userTurns(h.model.requests.at(-1)!.messages)).toEqual(['Hello from the CLI']);
+
+  // A bad payload through the same route is dropped; the thread keeps working.
+  await run(cli, [
+    'workflow',
+    'signal',
+    ...common,
+    '--workflow-id',
+    threadKey(t.resourceId, t.threadId),
+    '--name',
+    'sendMessage',
+    '--input',
+    JSON.stringify({ id: 'cli-bad', agentId: 'tester', delivery: 'send', type: 'shout', contents: 'x' }),
+  ]);
+  const { stdout } = await run(cli, [
+    'workflow',
+    'query',
+    ...common,
+    '--workflow-id',
+    threadKey(t.resourceId, t.threadId),
+    '--name',
+    'threadState',
+    '--output',
+    'json',
+  ]);
+  expect(stdout).toContain('"messageCount": 2');
+});
