@@ -14,6 +14,7 @@ import type { EventBus } from './bus/types';
 import { ConflictError, ThreadlineError, ValidationError } from './errors';
 import { messageInput, type IngressLimits, type SendTarget } from './inputs';
 import { defaultLimits, type InputResult, type MessageInput, type ThreadInput, type ThreadTarget } from './schemas';
+import { settingsFromEnv, temporalConnectionOptions } from './settings';
 import { subscribe, type SubscribeOptions, type ThreadSubscription } from './subscription';
 import { threadKey } from '../workflows/ids';
 import { submitInputUpdate, threadMessagesQuery, threadStateQuery, type MessagesPage } from '../workflows/definitions';
@@ -49,7 +50,7 @@ export class ThreadlineClient {
   constructor(temporal: Client, options: ConnectOptions, ownConnection: Connection | null) {
     this.temporal = temporal;
     this.bus = options.bus;
-    this.taskQueue = options.taskQueue ?? process.env.TEMPORAL_TASK_QUEUE ?? 'threadline';
+    this.taskQueue = options.taskQueue ?? settingsFromEnv().temporalTaskQueue;
     this.threadConfig = options.threadConfig;
     this.limits = { ...defaultLimits, ...options.limits };
     this.ownConnection = ownConnection;
@@ -163,13 +164,10 @@ export class AgentClient {
  */
 export async function connect(options: ConnectOptions): Promise<ThreadlineClient> {
   if (options.client) return new ThreadlineClient(options.client, options, null);
-  const connection = await Connection.connect({
-    address: options.address ?? process.env.TEMPORAL_ADDRESS ?? 'localhost:7233',
-  });
-  const temporal = new Client({
-    connection,
-    namespace: options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default',
-  });
+  const settings = settingsFromEnv();
+  const address = options.address ?? settings.temporalAddress ?? `127.0.0.1:${settings.temporalPort}`;
+  const connection = await Connection.connect(temporalConnectionOptions(settings, address));
+  const temporal = new Client({ connection, namespace: options.namespace ?? settings.temporalNamespace });
   return new ThreadlineClient(temporal, options, connection);
 }
 

@@ -2,11 +2,12 @@
  * The worker side of Threadline: host agents, run thread workflows and their activities.
  */
 import { createRequire } from 'node:module';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Worker, type NativeConnectionOptions, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { AgentRegistry, type AgentDefinition } from '../activities/agent';
 import { ModelResolver, modelSettingsFromEnv, type ModelSettings } from '../activities/model';
 import type { EventBus } from '../client/bus/types';
+import { settingsFromEnv, temporalConnectionOptions } from '../client/settings';
 
 const require = createRequire(import.meta.url);
 
@@ -40,14 +41,16 @@ export interface ThreadlineWorker {
 export async function createWorker(options: CreateWorkerOptions): Promise<ThreadlineWorker> {
   const agents = new AgentRegistry(options.agents);
   const models = new ModelResolver(options.models ?? modelSettingsFromEnv());
+  const settings = settingsFromEnv();
+  const address = options.address ?? settings.temporalAddress ?? `127.0.0.1:${settings.temporalPort}`;
   const ownConnection = options.connection
     ? null
-    : await NativeConnection.connect({ address: options.address ?? process.env.TEMPORAL_ADDRESS ?? 'localhost:7233' });
+    : await NativeConnection.connect(temporalConnectionOptions(settings, address) as NativeConnectionOptions);
   const connection = options.connection ?? ownConnection!;
   const worker = await Worker.create({
     connection,
-    namespace: options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default',
-    taskQueue: options.taskQueue ?? process.env.TEMPORAL_TASK_QUEUE ?? 'threadline',
+    namespace: options.namespace ?? settings.temporalNamespace,
+    taskQueue: options.taskQueue ?? settings.temporalTaskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
     activities: createActivities({ agents, bus: options.bus, models }),
     // In-flight steps get this long to finish on shutdown; after it they are cancelled and retried elsewhere.
