@@ -81,7 +81,8 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   }
   const exited = new Promise<string>((resolve) => {
     child.once('error', (err) => resolve(err.message));
-    child.once('exit', (code, signal) => resolve(signal ?? `exit code ${code}`));
+    // 'close', not 'exit': by then every output line, including the reason it stopped, has been read.
+    child.once('close', (code, signal) => resolve(signal ?? `exit code ${code}`));
   });
   // A parent that exits without stop() would otherwise leave an orphan holding the ports.
   const killOnExit = () => child.kill('SIGKILL');
@@ -107,7 +108,10 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     await stop();
     throw err;
   }
-  exitedEarly.catch(() => {}); // Exits after readiness are the caller's business (stop() or a crash).
+  exitedEarly.catch(() => {}); // After readiness an exit is either stop() or a crash, reported below.
+  void exited.then((reason) => {
+    if (!stopping) opts.log?.(`The Temporal dev server at ${address} exited unexpectedly (${reason}).`);
+  });
   return { address, uiUrl, stop };
 }
 
@@ -120,7 +124,7 @@ export function freePort(): Promise<number> {
     server.listen(0, HOST, () => {
       const address = server.address();
       const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => (port ? resolve(port) : reject(new Error('Could not read the port of a test listener.'))));
+      server.close(() => (port ? resolve(port) : reject(new Error('Could not read the port of the free-port probe.'))));
     });
   });
 }
@@ -141,12 +145,14 @@ async function waitForNamespace(address: string, namespace: string, signal: Abor
     if (Date.now() > deadline) throw notReadyError(address, namespace, 'the gRPC port never accepted connections');
     await sleep(50);
   }
-  let connection: Connection | undefined;
+  // Lazy, so that close() in `finally` also releases a connection that never became ready.
+  const connection = Connection.lazy({ address });
   try {
     while (!signal.aborted) {
       try {
-        connection ??= await Connection.connect({ address, connectTimeout: '5s' });
-        await connection.workflowService.describeNamespace({ namespace });
+        await connection.withDeadline(Date.now() + 5_000, () =>
+          connection.workflowService.describeNamespace({ namespace }),
+        );
         return;
       } catch (err) {
         lastError = err;
@@ -155,7 +161,7 @@ async function waitForNamespace(address: string, namespace: string, signal: Abor
       await sleep(100);
     }
   } finally {
-    await connection?.close();
+    await connection.close();
   }
 }
 

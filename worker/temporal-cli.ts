@@ -27,6 +27,8 @@ const BUILD_DIR_PREFIX = '.build-';
 export interface LocateTemporalCliOptions {
   /** Receives progress lines; defaults to stderr. */
   log?: (line: string) => void;
+  /** Build the CLI when it is not found (default true); tests pass false so they never start a 6-minute build. */
+  build?: boolean;
 }
 
 /** Folder holding the cached binary: `${XDG_CACHE_HOME ?? ~/.cache}/threadline/temporal-1.5.1`. */
@@ -70,6 +72,12 @@ export async function locateTemporalCli(opts: LocateTemporalCliOptions = {}): Pr
   const cacheDir = temporalCliCacheDir(env);
   const cached = join(cacheDir, 'temporal');
   if (await isExecutableFile(cached)) return cached;
+  if (opts.build === false) {
+    throw new Error(
+      `The Temporal CLI is not built yet (looked for ${cached}). ` +
+        'Run `npm run temporal:setup` once (~5-10 min), or set TEMPORAL_CLI to an existing temporal binary.',
+    );
+  }
 
   await buildTemporalCli(cacheDir, log, env);
   return cached;
@@ -90,7 +98,9 @@ async function buildTemporalCli(cacheDir: string, log: (line: string) => void, e
   const buildDir = await mkdtemp(join(cacheDir, `${BUILD_DIR_PREFIX}${process.pid}-`));
   const { command, args, env: buildEnv } = temporalCliBuildCommand(buildDir, env);
 
-  log(`Building the Temporal CLI ${TEMPORAL_CLI_VERSION} from the Go module proxy (first run only, ~5-10 min on 2 cores)…`);
+  log(
+    `Building the Temporal CLI ${TEMPORAL_CLI_VERSION} from the Go module proxy (first run only, ~5-10 min on 2 cores)…`,
+  );
   log(`  ${command} ${args.join(' ')}  (GOBIN=${buildDir})`);
   const started = Date.now();
   const ticker = setInterval(
@@ -171,7 +181,10 @@ async function readGoVersion(
   const output = await new Promise<string>((resolve) => {
     let text = '';
     // GOTOOLCHAIN=local: report the installed Go, not the toolchain it would switch to.
-    const child = spawn(go, ['version'], { env: { ...env, GOTOOLCHAIN: 'local' }, stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn(go, ['version'], {
+      env: { ...env, GOTOOLCHAIN: 'local' },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
     child.once('error', () => resolve(''));
     child.once('close', () => resolve(text));

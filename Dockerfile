@@ -1,0 +1,19 @@
+# Threadline worker and gateway image. One image, two entry points:
+#   worker (default):  node --import tsx worker/main.ts
+#   gateway:           node --import tsx client/gateway/main.ts
+# Point it at a Temporal cluster with TEMPORAL_ADDRESS (see docker-compose.yml); it never starts a dev server then.
+FROM node:20-bookworm-slim
+
+ENV NODE_ENV=production
+WORKDIR /app
+
+# Dependencies first so that source edits reuse this layer. tsx is a runtime dependency: TypeScript runs as is.
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+COPY . .
+
+USER node
+# `node --import tsx` rather than `npx tsx`: one process that receives SIGTERM itself, so the worker drains in-flight
+# tasks on `docker stop` (npx runs tsx through `sh -c`, which does not forward the signal).
+CMD ["node", "--import", "tsx", "worker/main.ts"]
