@@ -121,7 +121,14 @@ export function createGateway(options: GatewayOptions): Hono {
   }
 
   const stream = (c: Context, target: ThreadTarget, lastEventId: string | undefined, hideSignals?: boolean) => {
-    const subscription = client.subscribeToThread(target, { lastEventId, hideSignals });
+    let subscription: ReturnType<typeof client.subscribeToThread>;
+    try {
+      subscription = client.subscribeToThread(target, { lastEventId, hideSignals });
+    } catch (err) {
+      // The bus rejects an id it could not have issued; that is the caller's bad input, not a gateway fault.
+      if (lastEventId === undefined) throw err;
+      throw new ValidationError(`Invalid Last-Event-ID: ${(err as Error).message}`, { cause: err });
+    }
     return streamSSE(c, async (sse) => {
       sse.onAbort(() => subscription.unsubscribe());
       const keepAlive = keepAliveEvery(sse, keepAliveMs);

@@ -12,6 +12,7 @@ import type { ThreadEvent } from '../../client/bus/types';
 
 /** One dispatched SSE message: the fields of one block of lines ended by a blank line. */
 export interface SseMessage {
+  /** This block's own `id:` line, if it had one (not the id a browser would carry over from earlier blocks). */
   id?: string;
   event?: string;
   /** The `data:` lines joined with `\n`. */
