@@ -2,11 +2,12 @@
  * The HTTP gateway: JSON routes and SSE streams over the Threadline client. Any gateway serves any thread.
  */
 import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { z } from 'zod';
 import type { ThreadlineClient } from '../connect';
-import { NotFoundError, ValidationError, isThreadlineError } from '../errors';
+import { NotFoundError, PayloadTooLargeError, ValidationError, isThreadlineError } from '../errors';
 import { describeZodError, ifActiveSchema, ifIdleSchema, threadTargetSchema, type ThreadTarget } from '../schemas';
 import type { ThreadEvent } from '../bus/types';
 import { defaultModelName, type ModelSettings } from '../../activities/model';
@@ -76,6 +77,19 @@ export function createGateway(options: GatewayOptions): Hono {
     if (!agents.has(id)) throw new NotFoundError(`Unknown agent "${id}". GET /api/agents lists the agents.`);
     return id;
   };
+
+  // Refuse oversized bodies while reading them, before they are buffered and parsed. The input limit itself
+  // (checked on the parsed input) is lower; this bound leaves room for the target fields around it.
+  const maxBodyBytes = client.limits.maxInputBytes * 2 + 64 * 1024;
+  app.use(
+    '/api/*',
+    bodyLimit({
+      maxSize: maxBodyBytes,
+      onError: () => {
+        throw new PayloadTooLargeError(`The request body is over ${maxBodyBytes} bytes. Send less.`);
+      },
+    }),
+  );
 
   app.get('/health', (c) => c.json({ ok: true }));
 

@@ -609,6 +609,8 @@ describe('bad input', () => {
     await rejects(413, /limit is 262144/, (t) => ({ ...t, message: big }), {
       path: '/api/agents/tester/queue-message',
     });
+    // A body far over any limit is refused while it is read, before it is parsed.
+    await rejects(413, /request body is over/, (t) => ({ ...t, message: 'y'.repeat(5 * 1024 * 1024) }));
   });
 
   it('answers JSON 404 for an unknown route', async () => {
