@@ -55,6 +55,9 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Thread
     activities: createActivities({ agents, bus: options.bus, models }),
     // In-flight steps get this long to finish on shutdown; after it they are cancelled and retried elsewhere.
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 10_000,
+    // After a worker dies, its threads' next workflow tasks wait this long on its sticky queue before any worker
+    // takes them (SDK default 10 s): inputs to those threads would stall that long. A busy worker pays a replay.
+    stickyQueueScheduleToStartTimeout: '3 seconds',
     ...options.worker,
   });
   let running: Promise<void> | null = null;
