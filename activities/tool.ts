@@ -50,8 +50,16 @@ export async function runTool(deps: ToolDeps, input: ToolInput): Promise<ToolRes
       }
     }
   }
+  // Keyed by the activity, not the call id: providers may repeat call ids, and a retried attempt reuses its key.
+  const { activityId, workflowExecution } = Context.current().info;
   await deps.bus.publish(input.threadKey, [
-    { key: `tool:${call.toolCallId}`, runId: input.runId, type: 'tool-result', payload: result, at: Date.now() },
+    {
+      key: `tool:${workflowExecution?.runId}:${activityId}`,
+      runId: input.runId,
+      type: 'tool-result',
+      payload: result,
+      at: Date.now(),
+    },
   ]);
   return result;
 }

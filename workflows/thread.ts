@@ -145,9 +145,25 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
 
   const runToolCalls = async (plan: StepPlan, result: StepResult): Promise<void> => {
     const results = await Promise.all(
-      result.toolCalls.map(async (call): Promise<ToolResultPart> =>
-        runTool({ threadKey: key, runId: plan.runId, agentId: plan.agentId, call, ...thread.key }),
-      ),
+      result.toolCalls.map(async (call): Promise<ToolResultPart> => {
+        try {
+          return await runTool({ threadKey: key, runId: plan.runId, agentId: plan.agentId, call, ...thread.key });
+        } catch (err) {
+          if (isCancellation(err)) throw err;
+          // A tool activity that failed for good (timed out, retries used up) is an error result the model reads,
+          // like a tool that throws; rethrown, it would fail the thread's workflow and lose the conversation.
+          const reason = ((err as Error).cause as Error | undefined)?.message ?? (err as Error).message;
+          const failed: ToolResultPart = {
+            type: 'tool-result',
+            toolCallId: call.toolCallId,
+            toolName: call.toolName,
+            output: `Tool ${call.toolName} failed: ${reason}`,
+            isError: true,
+          };
+          thread.emit('tool-result', failed, plan.runId);
+          return failed;
+        }
+      }),
     );
     thread.recordToolResults(plan, results);
   };

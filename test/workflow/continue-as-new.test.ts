@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ThreadEvent } from '../../client/bus/types';
 import type { SendResult } from '../../client/connect';
 import { threadKey } from '../../workflows/ids';
+import type { ThreadWorkflowArgs } from '../../workflows/thread';
 import { afterFinishes, collectUntil, startHarness, userTurns, type Harness } from '../support/harness';
 
 let h: Harness;
@@ -18,17 +19,32 @@ afterAll(async () => {
   await h?.close();
 });
 
+/** The first event of one execution: how it started, and with what input. */
+async function startedEvent(workflowId: string, runId: string) {
+  const history = await h.temporal.workflow.getHandle(workflowId, runId).fetchHistory();
+  return history.events![0].workflowExecutionStartedEventAttributes!;
+}
+
 /** Every execution of a workflow id, oldest first: the current one, then back along `continuedExecutionRunId`. */
 async function executionChain(workflowId: string): Promise<string[]> {
   const chain: string[] = [];
-  let runId: string | undefined = (await h.temporal.workflow.getHandle(workflowId).describe()).runId;
+  let runId: string | null | undefined = (await h.temporal.workflow.getHandle(workflowId).describe()).runId;
   while (runId) {
     chain.unshift(runId);
-    const history = await h.temporal.workflow.getHandle(workflowId, runId).fetchHistory();
-    const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
-    runId = started?.continuedExecutionRunId || undefined;
+    runId = (await startedEvent(workflowId, runId)).continuedExecutionRunId;
   }
   return chain;
+}
+
+/** What continue-as-new handed an execution: the previous execution's active run and queue. */
+async function carriedState(workflowId: string, runId: string) {
+  const payload = (await startedEvent(workflowId, runId)).input!.payloads![0];
+  const { snapshot } = h.temporal.options.loadedDataConverter.payloadConverter.fromPayload<ThreadWorkflowArgs>(payload);
+  return {
+    runStep: snapshot?.run?.stepNumber ?? 0,
+    pending: snapshot?.run?.pending.length ?? 0,
+    queued: snapshot?.queue.length ?? 0,
+  };
 }
 
 interface Sent {
@@ -38,11 +54,25 @@ interface Sent {
 }
 
 const SLOW = '(slow)';
+
 /**
- * a: sendMessage on an idle thread; b: a slow step, and two sendMessages while it streams;
- * c: a slow step, and two queueMessages behind it. The last `a` comes after the duplicate re-sends.
+ * idle: sendMessage on an idle thread. mid: a slow step, and `extra` sendMessages while it streams.
+ * queued: a slow step, and `extra` queueMessages behind it. 30 inputs in all; the last round follows the re-sends.
+ *
+ * Eight inputs during one step add at least 40 history events (each update: a workflow task and two update events)
+ * to the one execution that runs the step, so that execution continues as new at the next step boundary with the
+ * run active and inputs pending (mid) or with the run finished and runs queued (queued).
  */
-const rounds = ['a', 'b', 'c', 'a', 'c', 'b', 'a', 'b', 'c', 'a', 'b', 'c', 'a', 'a'] as const;
+const rounds: { kind: 'idle' | 'mid' | 'queued'; extra: number }[] = [
+  { kind: 'idle', extra: 0 },
+  { kind: 'mid', extra: 2 },
+  { kind: 'queued', extra: 2 },
+  { kind: 'mid', extra: 8 },
+  { kind: 'idle', extra: 0 },
+  { kind: 'queued', extra: 8 },
+  { kind: 'queued', extra: 2 },
+  { kind: 'idle', extra: 0 },
+];
 
 describe('continue-as-new', () => {
   it('loses, duplicates and reorders nothing across several executions', { timeout: 240_000 }, async () => {
@@ -61,21 +91,23 @@ describe('continue-as-new', () => {
       sent.push({ id, text, result });
       return result;
     };
-    // A slow reply (1.6 s) keeps the step streaming while the test sends into it; every other reply is immediate.
+    // A slow reply (2 s) keeps the step streaming while the test sends into it; every other reply is immediate.
     h.model.setResponder((req) => {
       const last = userTurns(req.messages).at(-1) ?? '';
       return last.endsWith(SLOW)
-        ? { text: ['working ', 'on ', 'it ', 'now'], chunkDelayMs: 400 }
+        ? { text: ['working ', 'on ', 'it ', 'right ', 'now'], chunkDelayMs: 400 }
         : { text: `reply to ${last}` };
     });
 
     try {
-      for (const [i, kind] of rounds.entries()) {
+      for (const [i, { kind, extra }] of rounds.entries()) {
         if (i === rounds.length - 1) {
           // Re-sends of ids accepted by earlier executions: the first input created the thread, so the first
           // execution accepted it, and the thread is at least on its third execution by now.
           expect((await executionChain(workflowId)).length).toBeGreaterThanOrEqual(3);
-          for (const original of [sent[0], sent[2], sent.find((s) => s.result.action === 'queued')!]) {
+          const firstOf = (action: string) => sent.find((s) => s.result.action === action)!;
+          const originals = [sent[0], firstOf('deliver'), firstOf('queued')];
+          for (const original of originals) {
             const again = await agent.sendMessage({ id: original.id, contents: original.text }, t);
             expect(again).toMatchObject({
               accepted: true,
@@ -86,32 +118,32 @@ describe('continue-as-new', () => {
             });
           }
         }
-        if (kind === 'a') {
+        if (kind === 'idle') {
           const r = await send('send', `in-${i}`, `turn ${i}`);
           expect(r).toMatchObject({ action: 'wake', signalId: `in-${i}` });
           await waitForFinishes(1);
+          continue;
+        }
+        const requestsBefore = h.model.requests.length;
+        const first = await send('send', `in-${i}`, `turn ${i} ${SLOW}`);
+        expect(first.action).toBe('wake');
+        // The step has called the model and is streaming its slow reply.
+        await h.model.waitForRequests(requestsBefore + 1, 30_000);
+        const more: SendResult[] = [];
+        for (let k = 1; k <= extra; k++) {
+          more.push(
+            kind === 'mid'
+              ? await send('send', `in-${i}-mid-${k}`, `turn ${i} mid ${k}`)
+              : await send('queue', `in-${i}-queued-${k}`, `turn ${i} queued ${k}`),
+          );
+        }
+        if (kind === 'mid') {
+          for (const r of more) expect(r).toMatchObject({ action: 'deliver', runId: first.runId });
+          await waitForFinishes(1);
         } else {
-          const requestsBefore = h.model.requests.length;
-          const first = await send('send', `in-${i}`, `turn ${i} ${SLOW}`);
-          expect(first.action).toBe('wake');
-          // The step has called the model and is streaming its slow reply.
-          await h.model.waitForRequests(requestsBefore + 1, 30_000);
-          const more = [];
-          for (const k of [1, 2]) {
-            more.push(
-              kind === 'b'
-                ? await send('send', `in-${i}-mid-${k}`, `turn ${i} mid ${k}`)
-                : await send('queue', `in-${i}-queued-${k}`, `turn ${i} queued ${k}`),
-            );
-          }
-          if (kind === 'b') {
-            for (const r of more) expect(r).toMatchObject({ action: 'deliver', runId: first.runId });
-            await waitForFinishes(1);
-          } else {
-            for (const r of more) expect(r.action).toBe('queued');
-            expect(new Set([first.runId, ...more.map((r) => r.runId)]).size).toBe(3);
-            await waitForFinishes(3);
-          }
+          for (const r of more) expect(r.action).toBe('queued');
+          expect(new Set([first.runId, ...more.map((r) => r.runId)]).size).toBe(extra + 1);
+          await waitForFinishes(extra + 1);
         }
       }
     } finally {
@@ -123,6 +155,10 @@ describe('continue-as-new', () => {
     const chain = await executionChain(workflowId);
     console.log(`continue-as-new: ${chain.length} executions of ${workflowId}`);
     expect(chain.length).toBeGreaterThanOrEqual(3);
+    // The boundaries this test is about were crossed: a run with inputs waiting for its next step, and queued runs.
+    const carried = await Promise.all(chain.slice(1).map((runId) => carriedState(workflowId, runId)));
+    expect(carried.some((c) => c.runStep >= 1 && c.pending > 0)).toBe(true);
+    expect(carried.some((c) => c.queued > 0)).toBe(true);
 
     // Event ids are strictly increasing across every boundary.
     const ids = events.map((e) => Number(e.id));
@@ -132,7 +168,8 @@ describe('continue-as-new', () => {
     const echoes = events.filter((e) => e.type === 'data-user-message');
     const echoedIds = echoes.map((e) => (e.payload as { id: string }).id);
     expect([...echoedIds].sort()).toEqual(sent.map((s) => s.id).sort());
-    for (const s of sent) expect(echoes.find((e) => (e.payload as { id: string }).id === s.id)!.runId).toBe(s.result.runId);
+    for (const s of sent)
+      expect(echoes.find((e) => (e.payload as { id: string }).id === s.id)!.runId).toBe(s.result.runId);
 
     // Every input is exactly one user turn of the last prompt, in the order the inputs entered the context.
     const messageCount = (await h.client.getThread(t))!.messageCount;
@@ -143,8 +180,10 @@ describe('continue-as-new', () => {
     for (const s of sent) expect(turns.filter((x) => x === s.text)).toHaveLength(1);
 
     // One run per wake or queued result, started in acceptance order, each finished exactly once.
-    const runs = sent.filter((s) => s.result.action === 'wake' || s.result.action === 'queued').map((s) => s.result.runId);
-    expect(runs).toHaveLength(22);
+    const runs = sent
+      .filter((s) => s.result.action === 'wake' || s.result.action === 'queued')
+      .map((s) => s.result.runId);
+    expect(runs).toHaveLength(20);
     const starts = events.filter((e) => e.type === 'start').map((e) => e.runId);
     expect(starts).toEqual(runs);
     const finishes = events.filter((e) => e.type === 'finish');
