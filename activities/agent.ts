@@ -5,7 +5,8 @@
 import type { LanguageModel } from 'ai';
 import type { z } from 'zod';
 import { XML_NAME } from '../client/schemas';
-import type { ContextWindowConfig } from '../workflows/messages';
+import type { SignalInput } from '../client/schemas';
+import type { ContextWindowConfig, StoredMessage } from '../workflows/messages';
 
 export interface ToolContext {
   resourceId: string;
@@ -22,6 +23,33 @@ export interface AgentTool<I = unknown, O = unknown> {
   execute(input: I, context: ToolContext): O | Promise<O>;
 }
 
+/** The conversation a processor sees: the step's context window, with every input's metadata. */
+export interface MessageList {
+  all(): readonly StoredMessage[];
+  /** Mastra-compatible accessor: `messageList.get.all.db()`. */
+  get: { all: { db(): readonly StoredMessage[] } };
+}
+
+export interface ProcessInputStepArgs {
+  messageList: MessageList;
+  /** Adds a signal (default type `reactive`, tag `system-reminder`) to this step's input, stored and echoed in order. */
+  sendSignal(signal: Omit<SignalInput, 'type'> & { type?: SignalInput['type'] }): Promise<void>;
+  stepNumber: number;
+  runId: string;
+  threadId: string;
+  resourceId: string;
+  abortSignal: AbortSignal;
+}
+
+/**
+ * Worker-side code that runs once per model step, before the model is called (SPEC §2.3). It may do I/O; what it
+ * sends is recorded durably with the step's result. It is responsible for not sending the same context twice.
+ */
+export interface Processor {
+  id: string;
+  processInputStep?(args: ProcessInputStepArgs): unknown;
+}
+
 export interface AgentDefinition {
   id: string;
   name?: string;
@@ -31,6 +59,7 @@ export interface AgentDefinition {
   model?: string | LanguageModel;
   tools?: Record<string, AgentTool<any, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
   contextWindow?: Partial<ContextWindowConfig>;
+  processors?: Processor[];
 }
 
 const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
@@ -44,6 +73,12 @@ export function defineAgent(definition: AgentDefinition): AgentDefinition {
     throw new Error(
       `Invalid agent id: "${definition.id}". Use letters, digits, _ . - and start with a letter or digit.`,
     );
+  }
+  const processorIds = new Set<string>();
+  for (const processor of definition.processors ?? []) {
+    if (processorIds.has(processor.id))
+      throw new Error(`Two processors of agent ${definition.id} share the id "${processor.id}".`);
+    processorIds.add(processor.id);
   }
   for (const name of Object.keys(definition.tools ?? {})) {
     if (!XML_NAME.test(name)) throw new Error(`Invalid tool name "${name}" on agent ${definition.id}.`);

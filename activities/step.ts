@@ -7,7 +7,8 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { APICallError, jsonSchema, streamText, type ToolSet } from 'ai';
 import { z } from 'zod';
 import type { EventBus, EventDraft } from '../client/bus/types';
-import type { StreamOptions } from '../client/schemas';
+import { describeZodError, legacySignalTypes, signalSchema, type StreamOptions } from '../client/schemas';
+import { echoPayload, echoType } from '../workflows/thread-state';
 import type { AssistantPart, InputMessage, StepResult, StoredMessage, ToolCall } from '../workflows/messages';
 import type { AgentDefinition, AgentRegistry } from './agent';
 import type { ModelResolver } from './model';
@@ -65,6 +66,8 @@ export async function runStep(deps: StepDeps, input: StepInput): Promise<StepRes
   for (const draft of input.preEvents) out.pushDraft(draft);
   out.push('step-start', { stepNumber: input.stepNumber });
 
+  const signals = await runProcessors(agent, input, out, ctx.cancellationSignal);
+
   // Heartbeats carry cancellation to the activity; keep them flowing while the provider is slow to answer.
   const heartbeat = setInterval(() => ctx.heartbeat(), Math.max(200, (ctx.info.heartbeatTimeoutMs ?? 10_000) / 3));
   const content: AssistantPart[] = [];
@@ -77,7 +80,7 @@ export async function runStep(deps: StepDeps, input: StepInput): Promise<StepRes
     const result = streamText({
       model: deps.models.resolve(agent.model),
       system: agent.instructions,
-      messages: toModelMessages([...input.messages, ...input.transient]),
+      messages: toModelMessages([...input.messages, ...input.transient, ...signals]),
       tools: toolSchemas(agent),
       toolChoice: options?.toolChoice,
       ...options?.modelSettings,
@@ -148,7 +151,66 @@ export async function runStep(deps: StepDeps, input: StepInput): Promise<StepRes
   }
   out.push('step-finish', { stepNumber: input.stepNumber, finishReason, usage });
   await out.flush();
-  return { content: content.filter((p) => p.type === 'tool-call' || p.text !== ''), toolCalls, finishReason, usage };
+  return {
+    signals,
+    content: content.filter((p) => p.type === 'tool-call' || p.text !== ''),
+    toolCalls,
+    finishReason,
+    usage,
+  };
+}
+
+/**
+ * Runs the agent's processors in order (SPEC §2.3). Each signal a processor sends joins this step's input at once
+ * (later processors see it), is echoed before the model output, and returns to the workflow with the step's result.
+ */
+async function runProcessors(
+  agent: AgentDefinition,
+  input: StepInput,
+  out: OrderedPublisher,
+  abortSignal: AbortSignal,
+): Promise<InputMessage[]> {
+  const sent: InputMessage[] = [];
+  const all = () => [...input.messages, ...input.transient, ...sent];
+  const messageList = { all, get: { all: { db: all } } };
+  for (const processor of agent.processors ?? []) {
+    if (!processor.processInputStep) continue;
+    let n = 0;
+    await processor.processInputStep({
+      messageList,
+      stepNumber: input.stepNumber,
+      runId: input.runId,
+      threadId: input.threadId,
+      resourceId: input.resourceId,
+      abortSignal,
+      sendSignal: async (signal) => {
+        const parsed = signalSchema.safeParse({ type: 'reactive', ...signal });
+        if (!parsed.success) {
+          throw ApplicationFailure.nonRetryable(
+            `Processor ${processor.id} sent an invalid signal: ${describeZodError(parsed.error)}`,
+            'InvalidProcessorSignal',
+          );
+        }
+        const s = parsed.data;
+        const message: InputMessage = {
+          // Deterministic per step: a retried step re-sends under the same ids.
+          id: s.id ?? `p:${input.stepKey}:${processor.id}:${n++}`,
+          role: 'user',
+          type: legacySignalTypes[s.type],
+          contents: s.contents,
+          runId: input.runId,
+          at: Date.now(),
+          ...(s.tagName ? { tagName: s.tagName } : {}),
+          ...(s.attributes ? { attributes: s.attributes } : {}),
+          ...(s.metadata ? { metadata: s.metadata } : {}),
+          ...(s.providerOptions ? { providerOptions: s.providerOptions } : {}),
+        };
+        sent.push(message);
+        out.push(echoType(message), echoPayload(message, 'deliver'));
+      },
+    });
+  }
+  return sent;
 }
 
 /** Provider errors that retrying cannot fix (bad key, bad request) fail the step at once. */

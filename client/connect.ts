@@ -8,17 +8,35 @@ import {
   WithStartWorkflowOperation,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
+  type UpdateDefinition,
   isGrpcServiceError,
 } from '@temporalio/client';
 import type { EventBus } from './bus/types';
 import { ConflictError, ThreadlineError, ValidationError } from './errors';
-import { messageInput, type IngressLimits, type SendTarget } from './inputs';
-import { defaultLimits, type InputResult, type MessageInput, type ThreadInput, type ThreadTarget } from './schemas';
+import { messageInput, signalInput, type IngressLimits, type SendTarget } from './inputs';
+import {
+  cancelQueuedRequestSchema,
+  defaultLimits,
+  describeZodError,
+  threadTargetSchema,
+  type InputResult,
+  type MessageInput,
+  type SignalInput,
+  type ThreadInput,
+  type ThreadTarget,
+} from './schemas';
 import { settingsFromEnv, temporalConnectionOptions } from './settings';
 import { subscribe, type SubscribeOptions, type ThreadSubscription } from './subscription';
 import { threadKey } from '../workflows/ids';
-import { submitInputUpdate, threadMessagesQuery, threadStateQuery, type MessagesPage } from '../workflows/definitions';
-import type { ThreadConfigInput, ThreadView } from '../workflows/thread-state';
+import {
+  abortThreadUpdate,
+  cancelQueuedUpdate,
+  submitInputUpdate,
+  threadMessagesQuery,
+  threadStateQuery,
+  type MessagesPage,
+} from '../workflows/definitions';
+import type { AbortResult, ThreadConfigInput, ThreadView } from '../workflows/thread-state';
 import type { threadWorkflow } from '../workflows/thread';
 
 /** gRPC status codes Threadline reacts to. */
@@ -93,6 +111,37 @@ export class ThreadlineClient {
     }
   }
 
+  async abortThread(target: ThreadTarget & { clearPendingSignals?: boolean }): Promise<AbortResult> {
+    const request = { clearPendingSignals: target.clearPendingSignals === true };
+    const result = await this.control(target, abortThreadUpdate, request);
+    return result ?? { aborted: false, clearedSignalIds: [] };
+  }
+
+  async cancelQueuedMessages(
+    target: ThreadTarget & { signalIds: string[] },
+  ): Promise<{ cancelledSignalIds: string[] }> {
+    const parsed = cancelQueuedRequestSchema.safeParse({ signalIds: target.signalIds });
+    if (!parsed.success) throw new ValidationError(`Invalid request: ${describeZodError(parsed.error)}`);
+    return (await this.control(target, cancelQueuedUpdate, parsed.data)) ?? { cancelledSignalIds: [] };
+  }
+
+  /** A control update on an existing thread; `null` when the thread does not exist (nothing to control). */
+  private async control<R, A>(target: ThreadTarget, update: UpdateDefinition<R, [A]>, request: A): Promise<R | null> {
+    const parsedTarget = threadTargetSchema.safeParse({ resourceId: target.resourceId, threadId: target.threadId });
+    if (!parsedTarget.success) throw new ValidationError(`Invalid target: ${describeZodError(parsedTarget.error)}`);
+    const handle = this.temporal.workflow.getHandle(threadKey(target.resourceId, target.threadId));
+    try {
+      return await handle.executeUpdate(update, { args: [request] });
+    } catch (err) {
+      if (isNotFound(err) || (err as Error).name === 'WorkflowNotFoundError') return null;
+      if (err instanceof WorkflowUpdateFailedError) {
+        const message = (err.cause as Error | undefined)?.message ?? err.message;
+        throw new ValidationError(message, { cause: err });
+      }
+      throw err;
+    }
+  }
+
   async getThread(target: ThreadTarget): Promise<ThreadView | null> {
     try {
       return await this.temporal.workflow
@@ -147,6 +196,26 @@ export class AgentClient {
   async queueMessage(message: MessageInput, target: SendTarget, options: { id?: string } = {}): Promise<SendResult> {
     const input = messageInput(this.agentId, 'queue', message, target, { ...options, limits: this.client.limits });
     return this.client.submit(target, input);
+  }
+
+  /**
+   * System-generated context (SPEC §2.2): `reactive` (default tag `system-reminder`), `notification`, `user`.
+   * `ifActive.behavior`: deliver | persist | discard | interrupt; `ifIdle.behavior`: wake | persist | discard.
+   * @example await agent.sendSignal({ type: 'notification', contents: 'CI failed' }, { ...thread, ifIdle: { behavior: 'persist' } })
+   */
+  async sendSignal(signal: SignalInput, target: SendTarget, options: { id?: string } = {}): Promise<SendResult> {
+    const input = signalInput(this.agentId, signal, target, { ...options, limits: this.client.limits });
+    return this.client.submit(target, input);
+  }
+
+  /** Stops the active run (its model call and tools are cancelled). Queued runs go next unless `clearPendingSignals`. */
+  abortThread(target: ThreadTarget & { clearPendingSignals?: boolean }): Promise<AbortResult> {
+    return this.client.abortThread(target);
+  }
+
+  /** Removes not-yet-started queued messages; returns the ids actually removed. */
+  cancelQueuedMessages(target: ThreadTarget & { signalIds: string[] }): Promise<{ cancelledSignalIds: string[] }> {
+    return this.client.cancelQueuedMessages(target);
   }
 
   subscribeToThread(target: ThreadTarget, options?: SubscribeOptions): ThreadSubscription {

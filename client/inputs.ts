@@ -11,12 +11,15 @@ import {
   ifActiveSchema,
   ifIdleSchema,
   jsonByteLength,
+  legacySignalTypes,
   messageSchema,
+  signalSchema,
   threadInputSchema,
   threadTargetSchema,
   type IfActive,
   type IfIdle,
   type MessageInput,
+  type SignalInput,
   type ThreadInput,
 } from './schemas';
 
@@ -47,14 +50,11 @@ export function messageInput(
   options: { id?: string; limits?: IngressLimits } = {},
 ): ThreadInput {
   const parsedMessage = parse(messageSchema, message, 'message');
-  parse(threadTargetSchema, { resourceId: target.resourceId, threadId: target.threadId }, 'target');
-  const ifActive = target.ifActive === undefined ? undefined : parse(ifActiveSchema, target.ifActive, 'ifActive');
-  const ifIdle = target.ifIdle === undefined ? undefined : parse(ifIdleSchema, target.ifIdle, 'ifIdle');
+  const base = targetFields(target);
   const body =
     typeof parsedMessage === 'string' || Array.isArray(parsedMessage) ? { contents: parsedMessage } : parsedMessage;
-  const id = ('id' in body && body.id) || options.id || randomUUID();
   const input: ThreadInput = {
-    id,
+    id: ('id' in body && body.id) || options.id || randomUUID(),
     agentId,
     delivery,
     type: 'user',
@@ -62,12 +62,47 @@ export function messageInput(
     ...('attributes' in body && body.attributes ? { attributes: body.attributes } : {}),
     ...('metadata' in body && body.metadata ? { metadata: body.metadata } : {}),
     ...('providerOptions' in body && body.providerOptions ? { providerOptions: body.providerOptions } : {}),
-    ...(ifActive ? { ifActive } : {}),
-    ...(ifIdle ? { ifIdle } : {}),
-    ...(target.runId ? { runId: target.runId } : {}),
+    ...base,
     sentAt: Date.now(),
   };
   return checkInput(input, options.limits);
+}
+
+/** A signal (SPEC §2.2) addressed to a thread: legacy types normalised, names checked here, never first in a prompt. */
+export function signalInput(
+  agentId: string,
+  signal: SignalInput,
+  target: SendTarget,
+  options: { id?: string; limits?: IngressLimits } = {},
+): ThreadInput {
+  const parsed = parse(signalSchema, signal, 'signal');
+  const base = targetFields(target);
+  const input: ThreadInput = {
+    id: parsed.id || options.id || randomUUID(),
+    agentId,
+    delivery: 'send',
+    type: legacySignalTypes[parsed.type],
+    contents: parsed.contents,
+    ...(parsed.tagName ? { tagName: parsed.tagName } : {}),
+    ...(parsed.attributes ? { attributes: parsed.attributes } : {}),
+    ...(parsed.metadata ? { metadata: parsed.metadata } : {}),
+    ...(parsed.providerOptions ? { providerOptions: parsed.providerOptions } : {}),
+    ...(parsed.transient ? { transient: true } : {}),
+    ...base,
+    sentAt: Date.now(),
+  };
+  return checkInput(input, options.limits);
+}
+
+function targetFields(target: SendTarget): Pick<ThreadInput, 'ifActive' | 'ifIdle' | 'runId'> {
+  parse(threadTargetSchema, { resourceId: target.resourceId, threadId: target.threadId }, 'target');
+  const ifActive = target.ifActive === undefined ? undefined : parse(ifActiveSchema, target.ifActive, 'ifActive');
+  const ifIdle = target.ifIdle === undefined ? undefined : parse(ifIdleSchema, target.ifIdle, 'ifIdle');
+  return {
+    ...(ifActive ? { ifActive } : {}),
+    ...(ifIdle ? { ifIdle } : {}),
+    ...(target.runId ? { runId: target.runId } : {}),
+  };
 }
 
 /** Validates a complete workflow input (also what raw Temporal clients must send) and its size. */

@@ -122,6 +122,49 @@ export type ThreadTarget = z.infer<typeof threadTargetSchema>;
 export const signalTypes = ['user', 'reactive', 'notification', 'state'] as const;
 export type SignalType = (typeof signalTypes)[number];
 
+/** Signal types a caller may send, with the legacy names older clients use (SPEC §2.2). */
+export const legacySignalTypes: Record<string, SignalType> = {
+  user: 'user',
+  reactive: 'reactive',
+  notification: 'notification',
+  state: 'state',
+  'user-message': 'user',
+  'system-reminder': 'reactive',
+};
+
+export function invalidSignalTypeMessage(type: string): string {
+  return `Invalid signal type: ${type}. Use a supported signal type and set tagName for custom XML tags.`;
+}
+
+/** `sendSignal`'s signal, as callers send it (legacy type names accepted, normalised at ingress). */
+export const signalSchema = z
+  .object({
+    id: idString.optional(),
+    type: z.string().superRefine((type, ctx) => {
+      if (!(type in legacySignalTypes)) ctx.addIssue({ code: 'custom', message: invalidSignalTypeMessage(type) });
+      else if (legacySignalTypes[type] === 'state') {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'State signals are sent with sendStateSignal (they need a lane id and cacheKey).',
+        });
+      }
+    }),
+    contents: contentsSchema,
+    tagName: z
+      .string()
+      .optional()
+      .superRefine((name, ctx) => {
+        if (name !== undefined && !XML_NAME.test(name))
+          ctx.addIssue({ code: 'custom', message: invalidTagNameMessage(name) });
+      }),
+    attributes: attributesSchema.optional(),
+    metadata: jsonRecord.optional(),
+    providerOptions: providerOptionsSchema.optional(),
+    transient: z.boolean().optional(),
+  })
+  .strict();
+export type SignalInput = z.input<typeof signalSchema>;
+
 /**
  * One input as the thread workflow receives it (signal `sendMessage` / `queueMessage` / `sendSignal`, or the
  * `submitInput` update). This is the versioned, documented payload any Temporal client may send.
@@ -134,7 +177,12 @@ export const threadInputSchema = z
     /** `send` joins an active run at the next step boundary; `queue` waits for the active run to finish. */
     delivery: z.enum(['send', 'queue']),
     type: z.enum(signalTypes),
-    tagName: z.string().regex(XML_NAME).optional(),
+    tagName: z
+      .string()
+      .regex(XML_NAME, {
+        message: 'Invalid signal XML tag name. Use letters, digits, _ . - and start with a letter or _.',
+      })
+      .optional(),
     contents: contentsSchema,
     attributes: attributesSchema.optional(),
     metadata: jsonRecord.optional(),
@@ -149,6 +197,11 @@ export const threadInputSchema = z
   })
   .strict();
 export type ThreadInput = z.infer<typeof threadInputSchema>;
+
+export const abortRequestSchema = z.object({ clearPendingSignals: z.boolean().optional() }).strict();
+export const cancelQueuedRequestSchema = z
+  .object({ signalIds: z.array(idString).min(1, 'name at least one signal id').max(1_000) })
+  .strict();
 
 export const inputActions = ['wake', 'deliver', 'queued', 'persist', 'discard', 'interrupt', 'blocked'] as const;
 export type InputAction = (typeof inputActions)[number];

@@ -6,7 +6,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { InputResult, ThreadInput } from '../client/schemas';
 import type { StoredMessage } from './messages';
-import type { ThreadView } from './thread-state';
+import type { AbortResult, ThreadView } from './thread-state';
 
 /** Fire-and-forget message: joins the active run at the next step boundary, or wakes the thread. */
 export const sendMessageSignal = defineSignal<[ThreadInput]>('sendMessage');
@@ -17,6 +17,14 @@ export const sendSignalSignal = defineSignal<[ThreadInput]>('sendSignal');
 
 /** Any input, answered with the thread's decision (action, runId, duplicate). Used with update-with-start. */
 export const submitInputUpdate = defineUpdate<InputResult, [ThreadInput]>('submitInput');
+
+/** Stops the active run (cancelling its model call and tools). Queued runs go next unless `clearPendingSignals`. */
+export const abortThreadUpdate = defineUpdate<AbortResult, [{ clearPendingSignals?: boolean }]>('abortThread');
+
+/** Removes queued runs that have not started; answers the input ids actually removed. */
+export const cancelQueuedUpdate = defineUpdate<{ cancelledSignalIds: string[] }, [{ signalIds: string[] }]>(
+  'cancelQueued',
+);
 
 export const threadStateQuery = defineQuery<ThreadView>('threadState');
 

@@ -62,6 +62,8 @@ export interface StepUsage {
 
 /** What one model step returns to the workflow: the final message only, never the token stream. */
 export interface StepResult {
+  /** Signals processors added to this step's input (stored before the step's message). */
+  signals?: InputMessage[];
   content: AssistantPart[];
   toolCalls: ToolCall[];
   finishReason: string;

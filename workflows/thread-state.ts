@@ -87,6 +87,8 @@ export interface RunState {
   startedAt: number;
   /** An `interrupt` input arrived: cancel the step in flight. */
   interruptRequested: boolean;
+  /** `abortThread` arrived: cancel the model call and tools, end the run. */
+  abortRequested?: boolean;
 }
 
 export interface QueuedRun {
@@ -301,6 +303,53 @@ export class ThreadState {
     return run;
   }
 
+  /**
+   * `abortThread`: the active run stops (its model call and tools are cancelled by the main loop). Queued runs go
+   * next, unless `clearPendingSignals`, which also drops inputs waiting for the run's next step.
+   */
+  requestAbort(clearPendingSignals: boolean): AbortResult {
+    const cleared: string[] = [];
+    const run = this.s.run;
+    if (clearPendingSignals) {
+      if (run) cleared.push(...run.pending.splice(0).map((p) => p.input.id));
+      cleared.push(...this.s.queue.flatMap((q) => q.inputs.map((i) => i.input.id)));
+      if (this.s.queue.length > 0) {
+        this.s.queue = [];
+        this.emitQueue();
+      }
+    }
+    if (!run) return { aborted: false, clearedSignalIds: cleared };
+    run.abortRequested = true;
+    return { aborted: true, runId: run.runId, clearedSignalIds: cleared };
+  }
+
+  /** Ends the active run as aborted; inputs still pending for it start the next run (at the front of the queue). */
+  abortRun(): void {
+    const run = this.s.run;
+    if (!run) return;
+    this.emit('abort', { runId: run.runId, steps: run.stepNumber }, run.runId);
+    this.s.run = null;
+    this.s.runsCompleted += 1;
+    if (run.pending.length > 0) {
+      this.s.queue.unshift({ runId: this.clock.newId(), agentId: run.agentId, inputs: run.pending });
+      this.emitQueue();
+    }
+  }
+
+  /** Removes queued runs that have not started; returns the input ids actually removed. */
+  cancelQueued(signalIds: readonly string[]): string[] {
+    const wanted = new Set(signalIds);
+    const removed: string[] = [];
+    this.s.queue = this.s.queue.filter((q) => {
+      const ids = q.inputs.map((i) => i.input.id);
+      if (!ids.some((id) => wanted.has(id))) return true;
+      removed.push(...ids);
+      return false;
+    });
+    if (removed.length > 0) this.emitQueue();
+    return removed;
+  }
+
   /** Starts the next queued run when idle. Returns whether one started. */
   startNextQueued(): boolean {
     if (this.s.run || this.s.queue.length === 0) return false;
@@ -341,6 +390,7 @@ export class ThreadState {
 
   /** Records a finished step's message. Returns the tool calls to run (none → the step ended the model's turn). */
   completeStep(plan: StepPlan, result: StepResult): void {
+    for (const signal of result.signals ?? []) this.append(signal);
     if (result.content.length > 0) {
       const message: AssistantMessage = {
         id: `a:${plan.stepKey}`,
@@ -464,6 +514,13 @@ export class ThreadState {
   }
 }
 
+export interface AbortResult {
+  aborted: boolean;
+  runId?: string;
+  /** Inputs dropped by `clearPendingSignals` (queued runs, and inputs waiting for the aborted run's next step). */
+  clearedSignalIds: string[];
+}
+
 export interface ThreadView {
   resourceId: string;
   threadId: string;
@@ -491,12 +548,12 @@ function toInputMessage(accepted: PendingInput, runId: string | undefined): Inpu
   return message;
 }
 
-function echoType(message: InputMessage): ThreadEventType {
+export function echoType(message: InputMessage): ThreadEventType {
   return message.type === 'user' && !message.tagName ? 'data-user-message' : 'data-signal';
 }
 
 /** The echo of an input where it entered the thread (`persisted` only for inputs stored without a run). */
-function echoPayload(message: InputMessage, action: 'deliver' | 'persist'): unknown {
+export function echoPayload(message: InputMessage, action: 'deliver' | 'persist'): unknown {
   return {
     id: message.id,
     type: message.type,

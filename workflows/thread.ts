@@ -12,12 +12,22 @@ import {
   proxyActivities,
   proxyLocalActivities,
   setHandler,
+  sleep,
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { z } from 'zod';
 import type { createActivities } from '../activities';
-import { describeZodError, threadInputSchema, type ThreadInput } from '../client/schemas';
 import {
+  abortRequestSchema,
+  cancelQueuedRequestSchema,
+  describeZodError,
+  threadInputSchema,
+  type ThreadInput,
+} from '../client/schemas';
+import {
+  abortThreadUpdate,
+  cancelQueuedUpdate,
   queueMessageSignal,
   sendMessageSignal,
   sendSignalSignal,
@@ -112,6 +122,22 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       },
     },
   );
+  setHandler(
+    abortThreadUpdate,
+    (request) => {
+      updatesSeen += 1;
+      return thread.requestAbort(request?.clearPendingSignals === true);
+    },
+    { validator: (request) => validateControl(abortRequestSchema, request) },
+  );
+  setHandler(
+    cancelQueuedUpdate,
+    (request) => {
+      updatesSeen += 1;
+      return { cancelledSignalIds: thread.cancelQueued(request.signalIds) };
+    },
+    { validator: (request) => validateControl(cancelQueuedRequestSchema, request) },
+  );
   setHandler(threadStateQuery, () => thread.view());
   setHandler(threadMessagesQuery, ({ limit = 50, before } = {}) => {
     const all = thread.messages;
@@ -131,28 +157,36 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     );
   };
 
+  let publishBackoffMs = 1_000;
   const publish = async (): Promise<void> => {
     const events = thread.takeOutbox();
     if (events.length === 0) return;
     try {
       await publishEvents(key, events);
+      publishBackoffMs = 1_000;
     } catch (err) {
-      // The bus is down beyond the retry budget: keep the events (in order) for the next attempt.
+      // The bus is down beyond the local activity's retries: keep the events, in order, and try again later.
+      // Failing here would fail the thread's workflow; an outage of the stream must not cost the conversation.
+      log.warn('Publishing events failed; retrying', { error: (err as Error).message, backoffMs: publishBackoffMs });
       thread.restoreOutbox(events);
-      throw err;
+      await sleep(publishBackoffMs);
+      publishBackoffMs = Math.min(publishBackoffMs * 2, 60_000);
     }
   };
 
-  const runToolCalls = async (plan: StepPlan, result: StepResult): Promise<void> => {
+  const runToolCalls = async (plan: StepPlan, result: StepResult, cancelWhen: () => boolean): Promise<void> => {
     const results = await Promise.all(
       result.toolCalls.map(async (call): Promise<ToolResultPart> => {
         try {
-          return await runTool({ threadKey: key, runId: plan.runId, agentId: plan.agentId, call, ...thread.key });
+          return await cancellable(cancelWhen, () =>
+            runTool({ threadKey: key, runId: plan.runId, agentId: plan.agentId, call, ...thread.key }),
+          );
         } catch (err) {
-          if (isCancellation(err)) throw err;
-          // A tool activity that failed for good (timed out, retries used up) is an error result the model reads,
-          // like a tool that throws; rethrown, it would fail the thread's workflow and lose the conversation.
-          const reason = ((err as Error).cause as Error | undefined)?.message ?? (err as Error).message;
+          // A tool activity that failed for good (timed out, retries used up) or was cancelled by an abort is an
+          // error result the model reads: every tool call keeps its result, and the thread's workflow never fails.
+          const reason = isCancellation(err)
+            ? 'the run was aborted'
+            : (((err as Error).cause as Error | undefined)?.message ?? (err as Error).message);
           const failed: ToolResultPart = {
             type: 'tool-result',
             toolCallId: call.toolCallId,
@@ -168,47 +202,76 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     thread.recordToolResults(plan, results);
   };
 
-  const step = async (): Promise<void> => {
-    const run = thread.run!;
-    const plan = thread.planStep();
-    let result: StepResult | null = null;
+  /**
+   * Runs `fn` in a scope that is cancelled as soon as `cancelWhen()` holds. Resolves once the scope settled and the
+   * watcher is gone, so no condition outlives the work it guards.
+   */
+  const cancellable = async <T>(cancelWhen: () => boolean, fn: () => Promise<T>): Promise<T> => {
     const scope = new CancellationScope();
-    let stepDone = false;
-    const watchInterrupt = condition(() => run.interruptRequested || stepDone).then(() => {
-      if (!stepDone) scope.cancel();
+    let settled = false;
+    const watcher = condition(() => settled || cancelWhen()).then(() => {
+      if (!settled) scope.cancel();
     });
     try {
-      result = await scope.run(() =>
-        runStep({
-          threadKey: key,
-          resourceId: args.resourceId,
-          threadId: args.threadId,
-          runId: plan.runId,
-          agentId: plan.agentId,
-          stepNumber: plan.stepNumber,
-          stepKey: plan.stepKey,
-          messages: plan.messages,
-          transient: plan.transient,
-          preEvents: plan.preEvents,
-          streamOptions: plan.streamOptions,
-        }),
+      return await scope.run(fn);
+    } finally {
+      settled = true;
+      await watcher;
+    }
+  };
+
+  const step = async (): Promise<void> => {
+    const run = thread.run!;
+    if (run.abortRequested) {
+      thread.abortRun();
+      return;
+    }
+    const plan = thread.planStep();
+    let result: StepResult;
+    try {
+      // An interrupt or an abort cancels the model call: the provider request is aborted by the activity.
+      result = await cancellable(
+        () => run.interruptRequested || run.abortRequested === true,
+        () =>
+          runStep({
+            threadKey: key,
+            resourceId: args.resourceId,
+            threadId: args.threadId,
+            runId: plan.runId,
+            agentId: plan.agentId,
+            stepNumber: plan.stepNumber,
+            stepKey: plan.stepKey,
+            messages: plan.messages,
+            transient: plan.transient,
+            preEvents: plan.preEvents,
+            streamOptions: plan.streamOptions,
+          }),
       );
     } catch (err) {
-      if (!(isCancellation(err) && run.interruptRequested)) {
+      // The step may not have published the events that precede it; publishing is idempotent by key, so send them
+      // (again) before anything else.
+      thread.restoreOutbox(plan.preEvents);
+      if (isCancellation(err) && run.abortRequested) {
+        thread.interruptStep(plan);
+        thread.abortRun();
+      } else if (isCancellation(err) && run.interruptRequested) {
+        // Nothing of the cancelled step is kept; the interrupting input is pending, so a fresh step follows.
+        thread.interruptStep(plan);
+      } else {
         log.error('Step failed', { runId: plan.runId, error: (err as Error).message });
         thread.finishRun('error', (err as Error).message);
-        return;
       }
-    } finally {
-      stepDone = true;
-      await watchInterrupt;
-    }
-    if (!result) {
-      thread.interruptStep(plan);
-      return; // the interrupting input is pending: the run continues with a fresh step
+      return;
     }
     thread.completeStep(plan, result);
-    if (result.toolCalls.length > 0) await runToolCalls(plan, result);
+    if (result.toolCalls.length > 0) {
+      // Tools finish even when interrupted (their results belong to the step); only an abort cancels them.
+      await runToolCalls(plan, result, () => run.abortRequested === true);
+      if (run.abortRequested) {
+        thread.abortRun();
+        return;
+      }
+    }
     if (!thread.shouldContinue(result)) {
       thread.finishRun(result.toolCalls.length > 0 ? 'max-steps' : 'stop');
     }
@@ -231,6 +294,12 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     config: args.config,
     snapshot: thread.snapshot(),
   });
+}
+
+/** Update validators reject with a plain Error: the update is refused and never reaches history. */
+function validateControl(schema: z.ZodType, raw: unknown): void {
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) throw new Error(`Invalid input: ${describeZodError(parsed.error)}`);
 }
 
 function withDelivery(input: ThreadInput, signalName: string): ThreadInput {

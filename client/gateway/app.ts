@@ -30,6 +30,8 @@ const sendBodySchema = z.object({
   ifIdle: ifIdleSchema.optional(),
 });
 
+const signalBodySchema = sendBodySchema.omit({ message: true }).extend({ signal: z.unknown() });
+
 const subscribeBodySchema = threadTargetSchema.extend({
   lastEventId: z.string().optional(),
   hideSignals: z.boolean().optional(),
@@ -130,9 +132,31 @@ export function createGateway(options: GatewayOptions): Hono {
         body,
         idempotencyKey ? { id: idempotencyKey } : {},
       );
-      return c.json(result);
+      return c.json(result, result.action === 'blocked' ? 409 : 200);
     });
   }
+
+  app.post('/api/agents/:agentId/signals', async (c) => {
+    const id = agentId(c);
+    const body = await jsonBody(c, signalBodySchema);
+    const idempotencyKey = c.req.header('Idempotency-Key');
+    const { persisted: _persisted, ...result } = await client
+      .agent(id)
+      .sendSignal(body.signal as never, body, idempotencyKey ? { id: idempotencyKey } : {});
+    return c.json(result, result.action === 'blocked' ? 409 : 200);
+  });
+
+  app.post('/api/agents/:agentId/threads/abort', async (c) => {
+    agentId(c);
+    const body = await jsonBody(c, threadTargetSchema.extend({ clearPendingSignals: z.boolean().optional() }));
+    return c.json(await client.abortThread(body));
+  });
+
+  app.post('/api/agents/:agentId/threads/cancel-queued', async (c) => {
+    agentId(c);
+    const body = await jsonBody(c, threadTargetSchema.extend({ signalIds: z.array(z.string()) }));
+    return c.json(await client.cancelQueuedMessages(body));
+  });
 
   const stream = (c: Context, target: ThreadTarget, lastEventId: string | undefined, hideSignals?: boolean) => {
     let subscription: ReturnType<typeof client.subscribeToThread>;
