@@ -19,6 +19,15 @@ const READY_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 10_000;
 const OUTPUT_TAIL_LINES = 40;
 
+/**
+ * Server settings Threadline wants on by default. Eager activity execution hands the step activity back in the
+ * response to the workflow task that scheduled it, saving a task-queue round trip per step (the SDK asks for it by
+ * default; the server must allow it). Enable the same on production clusters.
+ */
+export const defaultDynamicConfig: Record<string, string | number | boolean> = {
+  'system.enableActivityEagerExecution': true,
+};
+
 export interface DevServerOptions {
   /** Path of the `temporal` binary, from `locateTemporalCli()`. */
   cliPath: string;
@@ -62,7 +71,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     args.push('--db-filename', join(opts.dataDir, 'temporal.db'));
   }
   args.push('--namespace', namespace, '--log-level', 'warn');
-  for (const [key, value] of Object.entries(opts.dynamicConfig ?? {})) {
+  for (const [key, value] of Object.entries({ ...defaultDynamicConfig, ...opts.dynamicConfig })) {
     // The CLI parses each value as JSON: strings need their quotes.
     args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   }
