@@ -65,7 +65,7 @@ export function renderInput(input: RenderableInput): RenderedPart[] {
   const parts: RenderedPart[] =
     typeof input.contents === 'string' ? [{ type: 'text', text: input.contents }] : [...input.contents];
   const plain = input.type === 'user' && !input.tagName && presentAttributes(input.attributes).length === 0;
-  if (plain) return parts;
+  if (plain) return parts.map((p) => (p.type === 'text' ? { type: 'text', text: neutralizeTags(p.text) } : p));
   const text = parts
     .filter((p): p is { type: 'text'; text: string } => p.type === 'text')
     .map((p) => p.text)
@@ -75,6 +75,14 @@ export function renderInput(input: RenderableInput): RenderedPart[] {
   const hasText = parts.some((p) => p.type === 'text');
   if (!hasText && files.length > 0) return files;
   return [{ type: 'text', text: renderXml(tagName, input.attributes, text) }, ...files];
+}
+
+/**
+ * Plain user text stays as typed, except that a `<` which would start a tag (`<name`, `</name`, `<!`, `<?`) becomes
+ * `&lt;`: signals reach the model as user-role XML, so a user must not be able to type one (`a < b` is untouched).
+ */
+export function neutralizeTags(text: string): string {
+  return text.replace(/<(?=[/!?]|[A-Za-z_])/g, '&lt;');
 }
 
 /** The plain text of contents, for echoes and summaries. */
