@@ -1,0 +1,177 @@
+/**
+ * The bench's own world, all on loopback: an in-memory headless dev server, a scripted model server at zero delay,
+ * a MemoryBus, an in-process worker and a client. `close()` undoes it all.
+ */
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { promisify } from 'node:util';
+import { bundleWorkflowCode, DefaultLogger, Runtime, type BundleOptions } from '@temporalio/worker';
+import { defineAgent } from '../activities/agent';
+import { MemoryBus } from '../client/bus/memory';
+import type { ThreadEvent } from '../client/bus/types';
+import { connect, type AgentClient, type ThreadlineClient } from '../client/connect';
+import {
+  startModelServer,
+  type ModelServer,
+  type ReceivedRequest,
+  type ScriptedReply,
+} from '../test/support/model-server';
+import { defaultDynamicConfig, startDevServer, type DevServerOptions } from '../worker/dev-server';
+import { createWorker, workflowsPath, type CreateWorkerOptions } from '../worker/index';
+import { locateTemporalCli } from '../worker/temporal-cli';
+
+export const benchAgent = defineAgent({
+  id: 'bench',
+  instructions: 'You are a benchmark agent.',
+  model: 'openai/bench',
+});
+
+/** A short reply in five word-sized chunks, sent at once. */
+export const quickReply: ScriptedReply = { text: 'Hello from the bench model.' };
+
+/** A model request and when it arrived (`performance.now()`, the clock every bench uses). */
+export interface Arrival {
+  req: ReceivedRequest;
+  at: number;
+}
+
+/**
+ * Watches the model server: each request is timestamped on arrival and answered by `reply`. Samples find their
+ * request by a marker text unique to the sample, so a stray request can never be mistaken for the one measured.
+ */
+export class ModelProbe {
+  reply: (req: ReceivedRequest) => ScriptedReply = () => quickReply;
+  private readonly waiting = new Set<{ marker: string; resolve: (arrival: Arrival) => void }>();
+
+  constructor(readonly server: ModelServer) {
+    server.setResponder((req) => {
+      const at = performance.now();
+      const text = JSON.stringify(req.messages);
+      for (const waiter of this.waiting) {
+        if (!text.includes(waiter.marker)) continue;
+        this.waiting.delete(waiter);
+        waiter.resolve({ req, at });
+      }
+      return this.reply(req);
+    });
+  }
+
+  /** Resolves with the next request whose messages contain `marker`. */
+  arrival(marker: string): Promise<Arrival> {
+    return new Promise((resolve) => this.waiting.add({ marker, resolve }));
+  }
+}
+
+export interface BenchEnv {
+  client: ThreadlineClient;
+  agent: AgentClient;
+  probe: ModelProbe;
+  modelUrl: string;
+  cliVersion: string;
+  /** The dev server's dynamic config: Threadline's defaults plus the experiment's. */
+  serverConfig: Record<string, string | number | boolean>;
+  close(): Promise<void>;
+}
+
+/** Knobs for tuning experiments; the bench itself runs with the defaults. */
+export interface BenchEnvOptions {
+  dynamicConfig?: DevServerOptions['dynamicConfig'];
+  bundle?: Omit<BundleOptions, 'workflowsPath'>;
+  worker?: CreateWorkerOptions['worker'];
+}
+
+export async function startBenchEnv(options: BenchEnvOptions = {}): Promise<BenchEnv> {
+  try {
+    // Quiet worker: INFO lines would interleave with the JSON on stdout. Signals end the process (see run.ts).
+    Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
+  } catch {
+    // An experiment installed its own runtime first (to export metrics, say).
+  }
+  const cliPath = await locateTemporalCli();
+  const { stdout } = await promisify(execFile)(cliPath, ['--version']);
+  const serverConfig = { ...defaultDynamicConfig, ...options.dynamicConfig };
+  const [server, model, { code }] = await Promise.all([
+    startDevServer({ cliPath, port: 0, headless: true, dynamicConfig: serverConfig }),
+    startModelServer(),
+    bundleWorkflowCode({ workflowsPath, logger: quietLogger, ...options.bundle }),
+  ]);
+  const bus = new MemoryBus();
+  const taskQueue = `bench-${randomUUID()}`;
+  const worker = await createWorker({
+    agents: [benchAgent],
+    bus,
+    address: server.address,
+    taskQueue,
+    models: { openaiBaseUrl: model.url, openaiApiKey: 'bench' },
+    workflowBundle: { code },
+    shutdownGraceTimeMs: 1_000,
+    worker: options.worker,
+  });
+  const running = worker.run();
+  const client = await connect({ bus, address: server.address, taskQueue });
+  return {
+    client,
+    agent: client.agent(benchAgent.id),
+    probe: new ModelProbe(model),
+    modelUrl: model.url,
+    cliVersion: stdout.trim(),
+    serverConfig,
+    async close() {
+      await client.close().catch(() => undefined);
+      await worker.shutdown().catch(() => undefined);
+      await running.catch(() => undefined);
+      await model.close().catch(() => undefined);
+      await bus.close();
+      await server.stop();
+    },
+  };
+}
+
+/** When each event of interest first reached a subscriber, until the run's `finish`. */
+export interface TurnEvents {
+  firstDelta: number;
+  /** `step-start` is the step activity's first publish: its code is running. */
+  stepStarts: number[];
+  stepFinishes: number[];
+  finish: number;
+}
+
+/** Reads a subscription until the first `finish`, stamping arrivals with `performance.now()`. */
+export async function watchTurn(
+  stream: AsyncIterable<ThreadEvent>,
+  onEvent: (event: ThreadEvent) => void = () => undefined,
+): Promise<TurnEvents> {
+  let firstDelta = NaN;
+  const stepStarts: number[] = [];
+  const stepFinishes: number[] = [];
+  for await (const event of stream) {
+    const at = performance.now();
+    onEvent(event);
+    if (event.type === 'text-delta' && Number.isNaN(firstDelta)) firstDelta = at;
+    if (event.type === 'step-start') stepStarts.push(at);
+    if (event.type === 'step-finish') stepFinishes.push(at);
+    if (event.type === 'error') throw new Error(`The run failed: ${JSON.stringify(event.payload)}`);
+    if (event.type === 'finish') return { firstDelta, stepStarts, stepFinishes, finish: at };
+  }
+  throw new Error('The subscription ended before the run finished.');
+}
+
+/** Fails a sample that hangs instead of hanging the bench. */
+export async function withTimeout<T>(promise: Promise<T>, what: string, ms = 30_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Timed out after ${ms} ms: ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A `performance.now()` reading on the wall clock (epoch ms), to compare with history event times. */
+export const wallClock = (t: number): number => performance.timeOrigin + t;
+
+const noop = () => undefined;
+const quietLogger = { log: noop, trace: noop, debug: noop, info: noop, warn: console.warn, error: console.error };
