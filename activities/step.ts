@@ -6,28 +6,20 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { APICallError, jsonSchema, streamText, type ToolSet } from 'ai';
 import { z } from 'zod';
-import type { EventBus, EventDraft } from '../client/bus/types';
-import { describeZodError, legacySignalTypes, signalSchema, type StreamOptions } from '../client/schemas';
-import { echoPayload, echoType } from '../workflows/thread-state';
-import type { AssistantPart, InputMessage, StepResult, StoredMessage, ToolCall } from '../workflows/messages';
+import type { EventBus } from '../client/bus/types';
+import { describeZodError, legacySignalTypes, signalSchema } from '../client/schemas';
+import { echoPayload, echoType, type StepPlan } from '../workflows/thread-state';
+import type { AssistantPart, InputMessage, StepResult, ToolCall } from '../workflows/messages';
 import type { AgentDefinition, AgentRegistry } from './agent';
 import type { ModelResolver } from './model';
 import { toModelMessages } from './prompt';
 import { OrderedPublisher } from './publisher';
 
-export interface StepInput {
+/** One step as the workflow planned it (`StepPlan`), addressed to its thread. */
+export interface StepInput extends StepPlan {
   threadKey: string;
   resourceId: string;
   threadId: string;
-  runId: string;
-  agentId: string;
-  stepNumber: number;
-  stepKey: string;
-  messages: StoredMessage[];
-  transient: InputMessage[];
-  /** Workflow-decided events (run start, input echoes) that precede this step's output. */
-  preEvents: EventDraft[];
-  streamOptions?: StreamOptions;
 }
 
 export interface StepDeps {

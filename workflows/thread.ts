@@ -232,20 +232,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       // An interrupt or an abort cancels the model call: the provider request is aborted by the activity.
       result = await cancellable(
         () => run.interruptRequested || run.abortRequested === true,
-        () =>
-          runStep({
-            threadKey: key,
-            resourceId: args.resourceId,
-            threadId: args.threadId,
-            runId: plan.runId,
-            agentId: plan.agentId,
-            stepNumber: plan.stepNumber,
-            stepKey: plan.stepKey,
-            messages: plan.messages,
-            transient: plan.transient,
-            preEvents: plan.preEvents,
-            streamOptions: plan.streamOptions,
-          }),
+        () => runStep({ ...plan, threadKey: key, resourceId: args.resourceId, threadId: args.threadId }),
       );
     } catch (err) {
       // The step may not have published the events that precede it; publishing is idempotent by key, so send them
