@@ -3,6 +3,7 @@
  * Tool errors become error results the model can read; they do not fail the run.
  */
 import { Context } from '@temporalio/activity';
+import { CancelledFailure } from '@temporalio/common';
 import type { EventBus } from '../client/bus/types';
 import type { ToolCall, ToolResultPart } from '../workflows/messages';
 import type { AgentRegistry } from './agent';
@@ -36,17 +37,28 @@ export async function runTool(deps: ToolDeps, input: ToolInput): Promise<ToolRes
     if (!parsed.success) {
       result = { ...base, output: `Invalid input for ${call.toolName}: ${parsed.error.message}`, isError: true };
     } else {
+      const ctx = Context.current();
+      // Cancellation reaches an activity only through heartbeats: without them an abort never stops the tool.
+      const heartbeat = setInterval(() => ctx.heartbeat(), 1_000);
       try {
         const output = await tool.execute(parsed.data, {
           resourceId: input.resourceId,
           threadId: input.threadId,
           runId: input.runId,
           toolCallId: call.toolCallId,
-          abortSignal: Context.current().cancellationSignal,
+          abortSignal: ctx.cancellationSignal,
         });
         result = { ...base, output: output ?? null };
       } catch (err) {
         result = { ...base, output: err instanceof Error ? err.message : String(err), isError: true };
+      } finally {
+        clearInterval(heartbeat);
+      }
+      // The workflow already gave this call its result when it cancelled it (an abort) or when it timed out: publish
+      // no second one. (On worker shutdown the result above stands.)
+      const gone = ctx.cancellationDetails;
+      if (gone?.cancelRequested || gone?.timedOut || gone?.notFound) {
+        throw new CancelledFailure('The tool call was cancelled.');
       }
     }
   }

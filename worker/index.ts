@@ -58,6 +58,12 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Thread
     // After a worker dies, its threads' next workflow tasks wait this long on its sticky queue before any worker
     // takes them (SDK default 10 s): inputs to those threads would stall that long. A busy worker pays a replay.
     stickyQueueScheduleToStartTimeout: '3 seconds',
+    // Tool activities have no heartbeat timeout, so their heartbeats are throttled to this interval (SDK default 30 s):
+    // it bounds how long an aborted run's tool keeps running before its abortSignal fires.
+    defaultHeartbeatThrottleInterval: '1 second',
+    // A step's heartbeats are otherwise throttled to 80% of its heartbeat timeout (8 s): an interrupt or abort would
+    // reach the provider request that late. One heartbeat a second bounds it to about a second.
+    maxHeartbeatThrottleInterval: '1 second',
     ...options.worker,
   });
   let running: Promise<void> | null = null;

@@ -447,6 +447,7 @@ export class ThreadState {
     // Inputs accepted for a run that failed before answering them start the next run instead of vanishing.
     if (run.pending.length > 0) {
       this.s.queue.unshift({ runId: this.clock.newId(), agentId: run.agentId, inputs: run.pending });
+      this.emitQueue();
     }
   }
 
