@@ -116,9 +116,8 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     },
     {
       validator: (raw) => {
-        const parsed = threadInputSchema.safeParse(raw);
-        if (!parsed.success) throw new Error(`Invalid input: ${describeZodError(parsed.error)}`);
-        thread.validate(parsed.data);
+        validateControl(threadInputSchema, raw);
+        thread.validate(raw);
       },
     },
   );
