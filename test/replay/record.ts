@@ -3,7 +3,7 @@
  * tool call, duplicate, invalid raw signal, persist/discard behaviours, continue-as-new) into
  * test/replay/histories/<name>.json.
  *
- *   npm run record-history -- thread-v1
+ *   npm run record-history -- thread-v2   (writes thread-v2-conversation.json and thread-v2-signals.json)
  *
  * Commit the file: CI replays every history there against the current workflow code, so a change that would break
  * running threads fails the build (use `patched()` for such changes).
@@ -85,17 +85,50 @@ for (let i = 0; i < 4; i++) {
   await finishes(1);
 }
 
-const handle = temporal.workflow.getHandle(threadKey(t.resourceId, t.threadId));
-const executions = [];
-for await (const e of temporal.workflow.list({ query: `WorkflowId = '${handle.workflowId}'` })) executions.push(e);
-// The oldest execution: its history ends in continue-as-new, the shape most likely to break on a change.
-const oldest = executions.sort((x, y) => x.startTime.getTime() - y.startTime.getTime())[0];
-const history = await temporal.workflow.getHandle(handle.workflowId, oldest.runId).fetchHistory();
-const path = join(here, 'histories', `${name}.json`);
-await writeFile(path, historyToJSON(history));
-console.log(`wrote ${path} (${history.events?.length} events; ${executions.length} executions)`);
+// Signals, interrupt, abort and cancel on a second thread.
+const s2 = { resourceId: 'recorder', threadId: 'thread-2' };
+const sub2 = a.subscribeToThread(s2);
+const until = async (type: string) => {
+  for await (const e of sub2.stream) if (e.type === type) return;
+};
+model.enqueue({ text: ['never', ' finished'], hang: true }, { text: 'Answered the interruption.' });
+let seen = model.requests.length;
+await a.sendSignal({ type: 'notification', contents: 'CI failed', attributes: { source: 'github' } }, s2);
+await model.waitForRequests(seen + 1);
+await a.sendMessage('actually, something else', { ...s2, ifActive: { behavior: 'interrupt' } });
+await until('finish');
+model.enqueue({ text: ['long', ' answer'], hang: true }, { text: 'Queued one answered.' });
+seen = model.requests.length;
+await a.sendMessage('start a long one', s2);
+await model.waitForRequests(seen + 1);
+await a.queueMessage({ id: 'keep', contents: 'keep me' }, s2);
+await a.queueMessage({ id: 'drop', contents: 'drop me' }, s2);
+await a.cancelQueuedMessages({ ...s2, signalIds: ['drop'] });
+await a.sendSignal({ type: 'reactive', contents: 'remember this' }, { ...s2, ifActive: { behavior: 'persist' } });
+await a.abortThread(s2);
+await until('finish');
+
+async function oldestHistory(target: { resourceId: string; threadId: string }) {
+  const workflowId = threadKey(target.resourceId, target.threadId);
+  const executions = [];
+  for await (const e of temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` })) executions.push(e);
+  // The oldest execution: when there are several, its history ends in continue-as-new.
+  const oldest = executions.sort((x, y) => x.startTime.getTime() - y.startTime.getTime())[0];
+  return { history: await temporal.workflow.getHandle(workflowId, oldest.runId).fetchHistory(), executions };
+}
+
+for (const [suffix, target] of [
+  ['conversation', t],
+  ['signals', s2],
+] as const) {
+  const { history, executions } = await oldestHistory(target);
+  const path = join(here, 'histories', `${name}-${suffix}.json`);
+  await writeFile(path, historyToJSON(history));
+  console.log(`wrote ${path} (${history.events?.length} events; ${executions.length} executions)`);
+}
 
 sub.unsubscribe();
+sub2.unsubscribe();
 await worker.shutdown();
 await running;
 await nativeConnection.close();
