@@ -20,7 +20,13 @@ export const defaultLimits = {
 const idString = z.string().min(1, 'must not be empty').max(defaultLimits.maxIdLength);
 
 export const attributeValueSchema = z.union([z.string(), z.number(), z.boolean(), z.null(), z.undefined()]);
-export const attributesSchema = z.record(z.string(), attributeValueSchema).superRefine((attrs, ctx) => {
+// A record drops `__proto__` while copying (assigning it sets the prototype): reject it before, never lose it silently.
+const noProtoKey = z.unknown().superRefine((raw, ctx) => {
+  if (raw !== null && typeof raw === 'object' && Object.prototype.hasOwnProperty.call(raw, '__proto__')) {
+    ctx.addIssue({ code: 'custom', message: `${invalidAttributeNameMessage('__proto__')} (reserved)` });
+  }
+});
+const attributeRecord = z.record(z.string(), attributeValueSchema).superRefine((attrs, ctx) => {
   const names = Object.keys(attrs);
   if (names.length > defaultLimits.maxAttributes) {
     ctx.addIssue({ code: 'custom', message: `at most ${defaultLimits.maxAttributes} attributes are allowed` });
@@ -30,7 +36,8 @@ export const attributesSchema = z.record(z.string(), attributeValueSchema).super
       ctx.addIssue({ code: 'custom', message: invalidAttributeNameMessage(name), path: [name] });
   }
 });
-export type Attributes = z.infer<typeof attributesSchema>;
+export const attributesSchema = noProtoKey.pipe(attributeRecord);
+export type Attributes = z.infer<typeof attributeRecord>;
 
 export function invalidTagNameMessage(name: string): string {
   return `Invalid signal XML tag name: ${name}. Use letters, digits, _ . - and start with a letter or _.`;

@@ -168,6 +168,10 @@ describe('sendSignal name checks at ingress', () => {
     expect(ingressError({ type: 'notification', contents: 'x', attributes: { ok: 1, 'bad name': 'v' } })).toContain(
       'Invalid signal XML attribute name: bad name',
     );
+    // `__proto__` passes the name rule but would vanish while parsing: rejected, never silently dropped.
+    expect(ingressError(JSON.parse('{"type":"notification","contents":"x","attributes":{"__proto__":"v"}}'))).toContain(
+      'Invalid signal XML attribute name: __proto__',
+    );
     for (const name of ['1a', 'a=b', 'a"', 'a>', '']) {
       expect(() => ingest({ type: 'notification', contents: 'x', attributes: { [name]: 'v' } }), name).toThrow(
         ValidationError,
