@@ -39,6 +39,38 @@ import {
 import type { AbortResult, ThreadConfigInput, ThreadView } from '../workflows/thread-state';
 import type { threadWorkflow } from '../workflows/thread';
 
+/** At most `limit` concurrent holders per key; the rest wait in arrival order. */
+class KeyedLimiter {
+  private readonly active = new Map<string, number>();
+  private readonly waiting = new Map<string, (() => void)[]>();
+
+  constructor(private readonly limit: number) {}
+
+  async acquire(key: string): Promise<() => void> {
+    if ((this.active.get(key) ?? 0) >= this.limit) {
+      await new Promise<void>((resolve) => {
+        const queue = this.waiting.get(key) ?? [];
+        queue.push(resolve);
+        this.waiting.set(key, queue);
+      });
+    } else {
+      this.active.set(key, (this.active.get(key) ?? 0) + 1);
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const queue = this.waiting.get(key);
+      const next = queue?.shift();
+      if (queue?.length === 0) this.waiting.delete(key);
+      if (next) return next(); // the slot passes straight to the next waiter
+      const count = (this.active.get(key) ?? 1) - 1;
+      if (count === 0) this.active.delete(key);
+      else this.active.set(key, count);
+    };
+  }
+}
+
 /** gRPC status codes Threadline reacts to. */
 const grpcStatus = { NOT_FOUND: 5, RESOURCE_EXHAUSTED: 8, ABORTED: 10, UNAVAILABLE: 14 } as const;
 
@@ -64,6 +96,7 @@ export class ThreadlineClient {
   readonly threadConfig: ThreadConfigInput | undefined;
   readonly limits: IngressLimits;
   private readonly ownConnection: Connection | null;
+  private readonly inFlight = new KeyedLimiter(8);
 
   constructor(temporal: Client, options: ConnectOptions, ownConnection: Connection | null) {
     this.temporal = temporal;
@@ -81,6 +114,17 @@ export class ThreadlineClient {
   /** Delivers an input with update-with-start: the first input to a thread starts exactly one execution. */
   async submit(target: ThreadTarget, input: ThreadInput): Promise<SendResult> {
     const workflowId = threadKey(target.resourceId, target.threadId);
+    // Temporal admits 10 in-flight updates per workflow; past that it turns updates away and drops workflow tasks,
+    // and throughput collapses (measured: 137/s at 8 in flight, 6/s at 32). Stay under it from this client.
+    const release = await this.inFlight.acquire(workflowId);
+    try {
+      return await this.submitOnce(workflowId, target, input);
+    } finally {
+      release();
+    }
+  }
+
+  private async submitOnce(workflowId: string, target: ThreadTarget, input: ThreadInput): Promise<SendResult> {
     for (let attempt = 1; ; attempt++) {
       const startWorkflowOperation = new WithStartWorkflowOperation<typeof threadWorkflow>('threadWorkflow', {
         workflowId,
@@ -98,6 +142,11 @@ export class ThreadlineClient {
       } catch (err) {
         if (err instanceof WorkflowUpdateFailedError) {
           const message = (err.cause as Error | undefined)?.message ?? err.message;
+          // The server gave the update back unprocessed (its workflow task was lost): it was not applied; resend.
+          if (/wasn't processed by worker/.test(message) && attempt < 20) {
+            await new Promise((r) => setTimeout(r, Math.min(1_000, 10 * 2 ** attempt)));
+            continue;
+          }
           if (/^Invalid input/.test(message)) throw new ValidationError(message, { cause: err });
           throw new ConflictError(message, { cause: err });
         }

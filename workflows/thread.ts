@@ -10,6 +10,7 @@ import {
   isCancellation,
   log,
   proxyActivities,
+  patched,
   proxyLocalActivities,
   setHandler,
   sleep,
@@ -17,6 +18,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { z } from 'zod';
+import type { EventDraft } from '../client/bus/types';
 import type { createActivities } from '../activities';
 import {
   abortRequestSchema,
@@ -82,10 +84,23 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     startToCloseTimeout: config.tool.startToCloseTimeoutMs,
     retry: { maximumAttempts: config.tool.maxAttempts },
   });
-  const { publishEvents } = proxyLocalActivities<Activities>({
+  const publishRetry = { maximumAttempts: 20, initialInterval: '200 milliseconds', maximumInterval: '5 seconds' };
+  const { publishEvents: publishEventsLocally } = proxyLocalActivities<Activities>({
     startToCloseTimeout: '30 seconds',
-    retry: { maximumAttempts: 20, initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
+    retry: publishRetry,
   });
+  const { publishEvents: publishEventsActivity } = proxyActivities<Activities>({
+    startToCloseTimeout: '30 seconds',
+    retry: publishRetry,
+  });
+  // A local activity runs inside the workflow task: when the server drops that task (it happens under bursts of
+  // updates), events of decisions that were never committed reach subscribers, and the retried task numbers its
+  // events differently, so key-based dedupe drops some echoes and repeats others. A regular activity is scheduled
+  // only by a committed task. Histories recorded before this change keep the local activity.
+  const publishEvents = (threadKeyArg: string, events: EventDraft[]): Promise<void> =>
+    patched('publish-events-as-activity')
+      ? publishEventsActivity(threadKeyArg, events)
+      : publishEventsLocally(threadKeyArg, events);
 
   // Signals never throw: a bad payload is logged and dropped, the thread untouched.
   const onSignal = (name: string) => (raw: unknown) => {
