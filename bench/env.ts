@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
-import { bundleWorkflowCode, DefaultLogger, Runtime, type BundleOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Runtime, type BundleOptions, type LogEntry } from '@temporalio/worker';
 import { defineAgent } from '../activities/agent';
 import { MemoryBus } from '../client/bus/memory';
 import type { ThreadEvent } from '../client/bus/types';
@@ -63,6 +63,20 @@ export class ModelProbe {
   }
 }
 
+/** Worker warnings and errors (SDK and Core) so far, by message: a bench diffs it to see what its load provoked. */
+export const workerLog = new Map<string, number>();
+
+/** Each message is printed the first few times; after that it is only counted. */
+const printedPerMessage = 5;
+
+function logToStderr(entry: LogEntry): void {
+  const seen = (workerLog.get(entry.message) ?? 0) + 1;
+  workerLog.set(entry.message, seen);
+  if (seen > printedPerMessage) return;
+  const more = seen === printedPerMessage ? ' (further ones counted, not printed)' : '';
+  process.stderr.write(`worker ${entry.level}: ${entry.message}${more}\n`);
+}
+
 export interface BenchEnv {
   client: ThreadlineClient;
   agent: AgentClient;
@@ -83,8 +97,13 @@ export interface BenchEnvOptions {
 
 export async function startBenchEnv(options: BenchEnvOptions = {}): Promise<BenchEnv> {
   try {
-    // Quiet worker: INFO lines would interleave with the JSON on stdout. Signals end the process (see run.ts).
-    Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
+    // Quiet worker: warnings and errors only, Core's included (forwarded: it would print them on stdout, into the
+    // JSON), all on stderr and counted in `workerLog`. Signals end the process (see run.ts).
+    Runtime.install({
+      logger: new DefaultLogger('WARN', logToStderr),
+      telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } },
+      shutdownSignals: [],
+    });
   } catch {
     // An experiment installed its own runtime first (to export metrics, say).
   }

@@ -4,6 +4,14 @@
 import type { HistoryResult } from './history';
 import type { IdleWakeResult, WakeSeries } from './idle-wake';
 import type { InjectionResult } from './injection';
+import {
+  interruptSegments,
+  interruptVariants,
+  type InterruptResult,
+  type InterruptSeries,
+  type InterruptVariant,
+} from './interrupt';
+import type { IngestCase, SignalIngestResult } from './signal-ingest';
 import { summarize, type Summary } from './stats';
 
 export interface Machine {
@@ -26,6 +34,8 @@ export interface BenchResults {
   idleWake: IdleWakeResult;
   injection: InjectionResult;
   history: HistoryResult;
+  signalIngest: SignalIngestResult;
+  interrupt: InterruptResult;
 }
 
 /** What the issue asks for, and Mastra's in-process, non-durable path for comparison. */
@@ -33,7 +43,13 @@ export const targets = {
   firstDeltaP50Ms: 15,
   firstDeltaP99Ms: 40,
   historyEventsPerTurn: 15,
-  mastra: { firstDeltaP50Ms: '7.5–8.8', firstDeltaP99Ms: '16–20', stepEndToNextCallP50Ms: 8.2 },
+  mastra: {
+    firstDeltaP50Ms: '7.5–8.8',
+    firstDeltaP99Ms: '16–20',
+    stepEndToNextCallP50Ms: 8.2,
+    /** Persisting to a libSQL file, queues in memory, 1,000 threads. */
+    signalIngestPerSecond: 2_100,
+  },
 };
 
 const ms = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '–');
@@ -182,5 +198,283 @@ export function renderReport(r: BenchResults): string {
     c.laterTurnTypes.join('\n'),
     '```',
     '',
+    ...ingestSection(r.signalIngest),
+    ...interruptSection(r.interrupt),
   ].join('\n');
+}
+
+const int = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '–');
+const sec = (msValue: number) => (msValue / 1000).toFixed(1);
+const yes = (ok: boolean | null) => (ok === null ? 'not checked' : ok ? 'yes' : '**no**');
+
+function ingestRows(d: SignalIngestResult): [string, IngestCase][] {
+  return [
+    [`one thread, ${d.oneThread.concurrency} in flight`, d.oneThread],
+    [`one thread, ${d.oneThreadBelowCap.concurrency} in flight`, d.oneThreadBelowCap],
+    [`${d.manyThreads.threads.toLocaleString('en-US')} threads, ${d.manyThreads.concurrency} in flight`, d.manyThreads],
+  ];
+}
+
+/** `{ reason: count }` as "n × reason; …", largest first. */
+function counts(c: Record<string, number>, none = 'none'): string {
+  const entries = Object.entries(c);
+  if (entries.length === 0) return none;
+  return entries
+    .sort((p, q) => q[1] - p[1])
+    .map(([reason, n]) => `${n.toLocaleString('en-US')} × ${reason}`)
+    .join('; ');
+}
+
+const sumWhere = (c: Record<string, number>, match: (key: string) => boolean) =>
+  Object.entries(c).reduce((sum, [key, n]) => sum + (match(key) ? n : 0), 0);
+const inFlightRejections = (x: IngestCase) => sumWhere(x.rpcAttempts, (key) => /in-flight updates/.test(key));
+const closingRejections = (x: IngestCase) => sumWhere(x.rpcAttempts, (key) => /workflow is closing/.test(key));
+const kib = (bytes: number) =>
+  Number.isFinite(bytes) ? `${Math.round(bytes / 1024).toLocaleString('en-US')} KiB` : '–';
+const perTask = (x: IngestCase) => x.history.updatesAccepted / Math.max(1, x.history.workflowTasks);
+const cpuPer1000 = (x: IngestCase) => (x.cpuSeconds.benchProcess + x.cpuSeconds.devServer) / (x.signals / 1000);
+const meanRate = (rates: number[]) => rates.reduce((sum, r) => sum + r, 0) / Math.max(1, rates.length);
+
+function ingestSection(d: SignalIngestResult): string[] {
+  const rows = ingestRows(d);
+  const one = d.oneThread;
+  const eight = d.oneThreadBelowCap;
+  const many = d.manyThreads;
+  const perThread = many.signals / many.threads;
+  const h = (x: IngestCase) => x.history;
+  const can = (x: IngestCase) => x.continueAsNew!;
+  const canRow = (name: string, x: IngestCase) => {
+    const c = can(x);
+    return (
+      `| ${name} | ${c.executions} | ${c.updatesPerExecution.join(', ')} | ${c.eventsPerExecution.join(', ')} | ` +
+      `${c.handOverMs.map(int).join(', ') || '–'} | ${c.continuedWithBytes.map(kib).join(', ') || '–'} | ` +
+      `${ms(c.spanningLatency.p50)} / ${ms(c.spanningLatency.max)} (${c.spanningLatency.n}) | ` +
+      `${ms(c.otherLatency.p50)} / ${ms(c.otherLatency.p99)} (${c.otherLatency.n}) |`
+    );
+  };
+  // The last hand-over of the first case: the largest snapshot, with this many stored messages.
+  const handOvers = can(one).continuedWithBytes;
+  const snapshotBytes = handOvers[handOvers.length - 1] ?? NaN;
+  const storedAtHandOver = Math.min(
+    d.maxStoredMessages,
+    can(one)
+      .updatesPerExecution.slice(0, handOvers.length)
+      .reduce((sum, n) => sum + n, 0),
+  );
+  const payloadWarnings = (x: IngestCase) => sumWhere(x.workerLog, (key) => /TMPRL1103|exceeded the warning/.test(key));
+  const startPhase = many.rateByTenth.slice(0, 4);
+  const steadyPhase = many.rateByTenth.slice(-4);
+  const interpretation = [
+    `- **Over ${many.threads.toLocaleString('en-US')} threads: ${int(many.signalsPerSecond)} signals/s**, ` +
+      `${(many.signalsPerSecond / targets.mastra.signalIngestPerSecond).toFixed(2)}× Mastra's ≈ ` +
+      `${targets.mastra.signalIngestPerSecond.toLocaleString('en-US')}/s. The case is CPU-bound: ` +
+      `${cpuPer1000(many).toFixed(1)} CPU seconds per 1,000 signals (${(many.cpuSeconds.benchProcess / (many.signals / 1000)).toFixed(1)} ` +
+      `in this process, ${(many.cpuSeconds.devServer / (many.signals / 1000)).toFixed(1)} in the dev server) on 2 cores. ` +
+      'A signal to an idle thread is an update and a workflow task of its own, then a `publishEvents` activity ' +
+      "sends its `persisted` echo and another workflow task records that activity's completion: " +
+      `${(h(many).events / many.signals).toFixed(1)} history events and ` +
+      `${(h(many).workflowTasks / many.signals).toFixed(1)} workflow tasks per signal ` +
+      `(${perTask(many).toFixed(2)} updates per task). The first signal to a thread also starts its workflow: ` +
+      `≈ ${int(meanRate(startPhase))}/s in the first four tenths of the run (mostly starts) against ` +
+      `≈ ${int(meanRate(steadyPhase))}/s in the last four, and p50 ${ms(many.firstToThreadLatency!.p50)} ms against ` +
+      `${ms(many.laterLatency!.p50)} ms per send.`,
+    `- **One thread: ${int(one.signalsPerSecond)} signals/s with ${one.concurrency} in flight, ` +
+      `${int(eight.signalsPerSecond)}/s with ${eight.concurrency}.** The client passes at most 8 inputs per thread ` +
+      'to Temporal at a time (Temporal admits 10 in-flight updates per workflow) and queues the rest in order, so ' +
+      `the extra sends only wait in the client: p50 ${ms(one.acceptLatency.p50)} ms against ` +
+      `${ms(eight.acceptLatency.p50)} ms. ${int(inFlightRejections(one) + inFlightRejections(eight))} update ` +
+      'attempts hit the in-flight limit. Updates to a busy thread share workflow tasks ' +
+      `(${perTask(one).toFixed(1)} per task, ${(h(one).events / one.signals).toFixed(1)} history events per ` +
+      `signal), which is why one thread takes more per second than ${many.threads.toLocaleString('en-US')} do.`,
+    `- **Continue-as-new shows up in the tail.** ${can(one).executions} and ${can(eight).executions} executions for ` +
+      `${one.signals.toLocaleString('en-US')} signals (a thread continues as new after ` +
+      `${d.maxUpdatesPerExecution.toLocaleString('en-US')} updates; the few past that arrived while it wound ` +
+      `down). The server's hand-over takes ${[...can(one).handOverMs, ...can(eight).handOverMs].map(int).join(', ')} ` +
+      'ms (last update of one execution to the first of the next), but updates arriving meanwhile are turned away ' +
+      `with RESOURCE_EXHAUSTED "workflow is closing" (${int(closingRejections(one) + closingRejections(eight))} ` +
+      'attempts), and the Temporal client retries that status after ≈ 1.7 s (its default gRPC backoff for ' +
+      `RESOURCE_EXHAUSTED): sends spanning a hand-over took up to ${ms(Math.max(can(one).spanningLatency.max, can(eight).spanningLatency.max))} ms, ` +
+      `the maximum of both cases, against p99 ${ms(can(one).otherLatency.p99)} / ${ms(can(eight).otherLatency.p99)} ms ` +
+      'for the rest. A retry of that status on the order of the hand-over (≈ 100 ms) would remove most of it.',
+    `- **Snapshot size.** Each continue-as-new carries the thread (stored messages, remembered input ids) as the ` +
+      `next execution's input: ${handOvers.map(kib).join(', ')} at the hand-overs of the first case, the last ` +
+      `with ${storedAtHandOver.toLocaleString('en-US')} stored ${d.contentsBytes}-character notifications ` +
+      `(≈ ${int(snapshotBytes / storedAtHandOver)} bytes per stored message). The worker logged ` +
+      `${int(payloadWarnings(one) + payloadWarnings(eight) + payloadWarnings(many))} payload-size warnings ` +
+      '(TMPRL1103: a payload over 512 KiB). Temporal rejects payloads over 2 MiB by default, so at the default ' +
+      `${d.maxStoredMessages.toLocaleString('en-US')} stored messages, messages of about 1 KB would make the ` +
+      'snapshot too large to continue as new.',
+    `- **Stored exactly once:** ` +
+      rows
+        .map(([name, x]) => `${name}: ${x.verification.ok ? 'yes' : `**no** (${x.verification.problems.join('; ')})`}`)
+        .join('; ') +
+      `. A thread keeps its newest ${d.maxStoredMessages.toLocaleString('en-US')} messages, so ` +
+      `${one.signals.toLocaleString('en-US')} signals to one thread leave ` +
+      `${Math.min(one.signals, d.maxStoredMessages).toLocaleString('en-US')}: \`messageCount\` alone cannot show that ` +
+      "every signal was stored, which is why the check also reads every execution's history.",
+  ];
+  return [
+    '## (d) Signal ingest: `sendSignal` with `persist` (stored, no run)',
+    '',
+    `\`sendSignal({ type: 'notification', contents, attributes }, { ...thread, ifIdle: { behavior: 'persist' }, ` +
+      `ifActive: { behavior: 'persist' } })\`, contents ${d.contentsBytes} characters, from one client (a ` +
+      'connection of its own) keeping a fixed number of sends in flight: ' +
+      `${one.planned.toLocaleString('en-US')} signals to one thread (${one.concurrency} in flight, and again on a ` +
+      `fresh thread with ${eight.concurrency}), and ${many.planned.toLocaleString('en-US')} round-robin over ` +
+      `${many.threads.toLocaleString('en-US')} fresh threads (${perThread} each, ${many.concurrency} in flight; the ` +
+      'first signal to a thread starts its workflow). The client itself passes at most 8 inputs per thread to ' +
+      'Temporal at a time and queues the rest. A signal counts once `sendSignal` resolved (the update completed: ' +
+      'accepted and in history); latency is from the call to that. Threads use the default config: continue-as-new ' +
+      `after ${d.maxUpdatesPerExecution.toLocaleString('en-US')} updates or ` +
+      `${d.continueAsNewAfterEvents.toLocaleString('en-US')} events, newest ` +
+      `${d.maxStoredMessages.toLocaleString('en-US')} messages kept. A case stops starting sends after ` +
+      `${d.maxSecondsPerCase} s (the sends in flight still finish and count).`,
+    '',
+    '| case | signals | wall s | accepted / s | accept latency p50 / p90 / p99 | max | stored exactly once |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | --- |',
+    ...rows.map(
+      ([name, x]) =>
+        `| ${name} | ${x.signals.toLocaleString('en-US')}` +
+        `${x.stoppedAtBudget ? ` of ${x.planned.toLocaleString('en-US')} (stopped at the time budget)` : ''} | ` +
+        `${sec(x.durationMs)} | **${int(x.signalsPerSecond)}** | ` +
+        `${pcts(x.acceptLatency)} | ${ms(x.acceptLatency.max)} | ${yes(x.verification.ok)} |`,
+    ),
+    `| ↳ first signal to each thread (update-with-start creates the workflow) | ` +
+      `${many.firstToThreadLatency!.n.toLocaleString('en-US')} | | | ${pcts(many.firstToThreadLatency!)} | ` +
+      `${ms(many.firstToThreadLatency!.max)} | |`,
+    `| ↳ later signals (update to a running workflow) | ${many.laterLatency!.n.toLocaleString('en-US')} | | | ` +
+      `${pcts(many.laterLatency!)} | ${ms(many.laterLatency!.max)} | |`,
+    '',
+    `For scale: Mastra persisting to a libSQL file (queues in memory) accepts about ` +
+      `${targets.mastra.signalIngestPerSecond.toLocaleString('en-US')} signals/s over 1,000 threads on this kind of ` +
+      'machine.',
+    '',
+    'Accepted signals per second in each tenth of the run (wall time), in order:',
+    '',
+    '| case | rate by tenth |',
+    '| --- | --- |',
+    ...rows.map(([name, x]) => `| ${name} | ${x.rateByTenth.map(int).join(' · ')} |`),
+    '',
+    '### Checks',
+    '',
+    'After each case: every send resolved with action `persist` (not a duplicate); each resolved signal is in its ' +
+      "thread's history (`WorkflowExecutionUpdateAccepted`, over every execution of the chain) exactly once; " +
+      '`getThread(...).messageCount` and the stored message ids are the newest accepted inputs (a thread keeps ' +
+      `${d.maxStoredMessages.toLocaleString('en-US')}) in history order; on the one thread, a subscriber saw each ` +
+      "accepted signal's `persisted` echo exactly once; no model request was made.",
+    '',
+    '| case | every send resolved `persist` | accepted once in history | `messageCount` sum (expected) | ' +
+      'stored ids = newest accepted | `persisted` echo exactly once | no model request |',
+    '| --- | --- | --- | ---: | --- | --- | --- |',
+    ...rows.map(
+      ([name, x]) =>
+        `| ${name} | ${yes(x.verification.allAccepted)}` +
+        `${x.verification.failures ? ` (${x.verification.failures} failed, ${x.verification.failedButAccepted} of them in history)` : ''} | ` +
+        `${yes(x.verification.historyExactlyOnce)} | ` +
+        `${int(x.verification.messageCountSum)} (${int(x.verification.expectedMessageCount)}) | ` +
+        `${yes(x.verification.storedIdsMatch)} | ${yes(x.verification.echoesExactlyOnce)} | ` +
+        `${yes(x.verification.noModelRequests)} |`,
+    ),
+    '',
+    ...rows.flatMap(([name, x]) => x.verification.problems.map((problem) => `- ${name}: ${problem}`)),
+    ...(rows.some(([, x]) => x.verification.problems.length > 0) ? [''] : []),
+    '### Where ingest time goes',
+    '',
+    "From the threads' histories (server clock) and CPU time over the case (this process runs the client, worker, " +
+      'bus and model server; the dev server is a child process).',
+    '',
+    '| case | executions | events per signal | workflow tasks | updates per task | `publishEvents` activities | ' +
+      'task schedule → start p50 / p99 | task start → complete p50 / p90 / p99 | CPU s per 1,000 signals ' +
+      '(bench process + dev server) |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...rows.map(
+      ([name, x]) =>
+        `| ${name} | ${h(x).executions.toLocaleString('en-US')} | ${(h(x).events / x.signals).toFixed(2)} | ` +
+        `${h(x).workflowTasks.toLocaleString('en-US')} | ${perTask(x).toFixed(2)} | ` +
+        `${h(x).activities.toLocaleString('en-US')} | ` +
+        `${ms(h(x).taskScheduleToStart.p50)} / ${ms(h(x).taskScheduleToStart.p99)} | ${pcts(h(x).taskStartToComplete)} | ` +
+        `${(x.cpuSeconds.benchProcess / (x.signals / 1000)).toFixed(1)} + ` +
+        `${(x.cpuSeconds.devServer / (x.signals / 1000)).toFixed(1)} |`,
+    ),
+    '',
+    ...rows.map(
+      ([name, x]) =>
+        `- ${name}: update RPC attempts (gRPC, retries counted): ${counts(x.rpcAttempts)}. Errors the Temporal ` +
+        `client threw to Threadline's own retry loop: ${counts(x.clientErrors)}. Worker warnings and errors: ` +
+        `${counts(x.workerLog)}.`,
+    ),
+    ...rows.flatMap(([name, x]) =>
+      Object.keys(h(x).unexpected).length > 0
+        ? [`- Unexpected history events, ${name}: ${JSON.stringify(h(x).unexpected)}.`]
+        : [],
+    ),
+    '',
+    '### Continue-as-new on the one thread',
+    '',
+    '| case | executions | updates per execution | events per execution | hand-over ms (last update of one ' +
+      'execution → first of the next, server) | snapshot carried over | sends spanning a hand-over p50 / max (n) | ' +
+      'other sends p50 / p99 (n) |',
+    '| --- | ---: | --- | --- | --- | --- | ---: | ---: |',
+    canRow(rows[0][0], one),
+    canRow(rows[1][0], eight),
+    '',
+    '### What this says',
+    '',
+    ...interpretation,
+    '',
+  ];
+}
+
+function interruptRow(s: InterruptSeries): string {
+  return `| ${s.label} | ${pcts(s.toClosed)} | ${pcts(s.toNewFirstDelta)} | ${pcts(s.toSendResolved)} |`;
+}
+
+function interruptSection(e: InterruptResult): string[] {
+  const variants = Object.keys(interruptVariants) as InterruptVariant[];
+  const { streaming, hanging, hangingLater } = e.series;
+  const hb = e.heartbeat;
+  const afterClose = (x: InterruptSeries) => ms(x.toNewFirstDelta.p50 - x.toClosed.p50);
+  return [
+    "## (e) Interrupt: `sendMessage(..., { ifActive: { behavior: 'interrupt' } })` during a step",
+    '',
+    `${e.samples} samples per variant after ${e.warmup} warm-up, interleaved, each on a fresh thread. The first ` +
+      "step's model reply either keeps streaming (a chunk every 50 ms) or hangs after its first chunk; " +
+      "`sendMessage('new question …', { ...thread, ifActive: { behavior: 'interrupt' } })` is sent at that step's " +
+      'first `text-delta` at the subscriber, or (third row) at a moment spread over 1.1–4.4 s into the hang. ' +
+      "Measured from the send call to (a) the model server seeing the interrupted request's connection close, " +
+      "(b) the new step's first `text-delta` at the subscriber, and the send resolving.",
+    '',
+    '| interrupted step | (a) → interrupted request closed | (b) → new step first text-delta | → sendMessage resolved |',
+    '| --- | ---: | ---: | ---: |',
+    ...variants.map((v) => interruptRow(e.series[v])),
+    '',
+    ...variants.flatMap((v) => [
+      `### Where an interrupt goes (${e.series[v].label})`,
+      '',
+      ...segmentTable(e.series[v].segments),
+      '',
+    ]),
+    '### What this says',
+    '',
+    '- The workflow asks for the cancellation within one workflow task of the send (first segment, ' +
+      `p50 ${ms(streaming.segments[interruptSegments[0]].p50)} ms). Almost all of the rest of (a) is waiting for the ` +
+      "step activity's next heartbeat: Temporal hands a cancellation to a running activity only in a heartbeat " +
+      `response. The worker sends at most one heartbeat per ${int(hb.maxThrottleMs)} ms ` +
+      '(`maxHeartbeatThrottleInterval`, extra ones are held back and the latest sent when the interval ends); a step ' +
+      'calls `heartbeat()` on every stream part and on a timer every ' +
+      `${int(hb.stepTimerMs)} ms (heartbeat timeout ${int(hb.stepHeartbeatTimeoutMs)} ms ÷ 3, activities/step.ts).`,
+    `- Interrupted at the first text-delta (first two rows), the heartbeat of that chunk has just gone out and the ` +
+      `next one is held for the throttle interval: p50 ${ms(streaming.toClosed.p50)} ms (streaming) and ` +
+      `${ms(hanging.toClosed.p50)} ms (hanging) to the close. That is the worst phase for a streaming step; at a ` +
+      'random moment of a stream the wait averages half the throttle interval.',
+    `- Interrupted later in a hang (no chunks: a slow first token, a long reasoning pause), nothing heartbeats but ` +
+      `the ${int(hb.stepTimerMs)} ms timer, so the close takes p50 ${ms(hangingLater.toClosed.p50)} ms, p90 ` +
+      `${ms(hangingLater.toClosed.p90)} ms, up to the whole timer period; the worker's 1 s throttle setting ` +
+      'suggests about a second. A step timer at (or below) the throttle interval would bound every case by it.',
+    `- After the close, the new step's first text-delta follows in p50 ${afterClose(streaming)} / ` +
+      `${afterClose(hanging)} / ${afterClose(hangingLater)} ms: the cancelled activity reports, a workflow task ` +
+      'schedules the next step, and the step runs as in an idle wake. The send itself resolves in ' +
+      `p50 ${ms(streaming.toSendResolved.p50)} ms.`,
+    '',
+  ];
 }

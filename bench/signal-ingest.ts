@@ -1,0 +1,701 @@
+/**
+ * (d) Signal ingest throughput with the `persist` behaviour: `sendSignal` stores a notification in the thread without
+ * starting a run (idle: `ifIdle: persist`; active: `ifActive: persist`). A fixed number of sends is kept in flight
+ * (the client's concurrency) and every signal is timed from the `sendSignal` call to its promise resolving (the
+ * thread accepted it and it is in the thread's history). Two shapes: every signal to one thread (one workflow
+ * execution chain, which continues as new every `maxUpdatesPerExecution` updates), and round-robin over many threads.
+ *
+ * At the end every signal is checked to have been stored exactly once (thread state, stored message ids and, on the
+ * one thread, the persisted echoes a subscriber saw), and the threads' histories say where the time went.
+ */
+import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as grpc from '@grpc/grpc-js';
+import {
+  Client,
+  Connection,
+  defaultGrpcRetryOptions,
+  isGrpcServiceError,
+  makeGrpcRetryInterceptor,
+  type WorkflowClient,
+  type WorkflowHandle,
+} from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import proto from '@temporalio/proto';
+import type { ThreadEvent } from '../client/bus/types';
+import type { ThreadTarget } from '../client/schemas';
+import { threadKey } from '../workflows/ids';
+import { defaultThreadConfig } from '../workflows/thread-state';
+import { connect, type AgentClient } from '../client/connect';
+import { wallClock, workerLog, type BenchEnv } from './env';
+import { summarize, type Summary } from './stats';
+
+export interface IngestSizes {
+  /** Signals to the single thread. */
+  oneThread: number;
+  /** Signals spread round-robin over `threads` threads. */
+  manyThreads: number;
+  threads: number;
+  /** Sends kept in flight by the client. */
+  concurrency: number;
+  /**
+   * The one-thread case again with fewer sends in flight than Temporal admits per workflow (10 in-flight updates):
+   * the same path without the rejections and retries that more concurrency causes.
+   */
+  belowCapConcurrency: number;
+  /** A case stops starting sends after this long (the sends in flight finish), so a collapse cannot stall the bench. */
+  maxSecondsPerCase: number;
+}
+
+/** Workflow-task statistics read back from the threads' histories (server clock). */
+export interface HistoryStats {
+  /** Workflow executions read (a thread that continued as new has several). */
+  executions: number;
+  events: number;
+  workflowTasks: number;
+  updatesAccepted: number;
+  /** `ActivityTaskScheduled`: here the `publishEvents` activities that send the `persisted` echoes. */
+  activities: number;
+  /** `MarkerRecorded`: local activities, patch markers. */
+  markers: number;
+  /** Event types outside the expected set (failures, timeouts), with counts. */
+  unexpected: Record<string, number>;
+  /** WorkflowTaskScheduled → Started: waiting for the worker's poller. */
+  taskScheduleToStart: Summary;
+  /** WorkflowTaskStarted → Completed: the worker's activation, workflow code, local activity and reply. */
+  taskStartToComplete: Summary;
+}
+
+export interface ContinueAsNewStats {
+  /** Executions of the thread's chain (1 = never continued as new). */
+  executions: number;
+  /** Updates each execution accepted, in order. */
+  updatesPerExecution: number[];
+  eventsPerExecution: number[];
+  /** Server time from an execution's last accepted update to the next execution's first: the hand-over stall. */
+  handOverMs: number[];
+  /** Bytes of each continue-as-new's input: the thread snapshot the next execution starts from. */
+  continuedWithBytes: number[];
+  /** Accept latency of the signals in flight while an execution continued as new (its close time). */
+  spanningLatency: Summary;
+  /** …and of all the others. */
+  otherLatency: Summary;
+}
+
+export interface Verification {
+  /** Every `sendSignal` resolved with action `persist`, not a duplicate. */
+  allAccepted: boolean;
+  failures: number;
+  /** Failed sends whose input is in history all the same (the client gave up on an update the thread took). */
+  failedButAccepted: number;
+  /** Every resolved signal's `WorkflowExecutionUpdateAccepted` is in its thread's history exactly once. */
+  historyExactlyOnce: boolean;
+  /** Sum of `getThread(...).messageCount` over the threads. */
+  messageCountSum: number;
+  /** What the sum should be: the inputs accepted in history, less what `maxStoredMessages` trims on a thread. */
+  expectedMessageCount: number;
+  /** The stored message ids are the newest accepted inputs, in acceptance (history) order, each once. */
+  storedIdsMatch: boolean;
+  /** One thread: every accepted signal's `persisted` echo reached a subscriber exactly once (null: not checked). */
+  echoesExactlyOnce: boolean | null;
+  /** No model request was made: nothing woke. */
+  noModelRequests: boolean;
+  ok: boolean;
+  problems: string[];
+}
+
+export interface IngestCase {
+  threads: number;
+  /** Signals sent; fewer than `planned` when the case hit its time budget. */
+  signals: number;
+  planned: number;
+  stoppedAtBudget: boolean;
+  concurrency: number;
+  durationMs: number;
+  signalsPerSecond: number;
+  acceptLatency: Summary;
+  /** Many threads: the first signal to each thread (update-with-start creates its workflow) vs the later ones. */
+  firstToThreadLatency?: Summary;
+  laterLatency?: Summary;
+  /** Signals/s per tenth of the run, in order (shows stalls such as continue-as-new). */
+  rateByTenth: number[];
+  /** CPU seconds used during the case: this process (client, worker, model server, bus) and the dev server. */
+  cpuSeconds: { benchProcess: number; devServer: number };
+  /**
+   * Every update RPC attempt the client made (`ExecuteMultiOperation`: update-with-start), by gRPC status and
+   * message, as a gRPC interceptor inside the Temporal client's retry interceptor sees them.
+   */
+  rpcAttempts: Record<string, number>;
+  /** Errors the Temporal client threw to Threadline's own retry loop (after its gRPC retries gave up), by kind. */
+  clientErrors: Record<string, number>;
+  /** Worker (SDK and Core) warnings and errors logged during the case and its checks, by message. */
+  workerLog: Record<string, number>;
+  history: HistoryStats;
+  continueAsNew?: ContinueAsNewStats;
+  verification: Verification;
+}
+
+export interface SignalIngestResult {
+  concurrency: number;
+  maxSecondsPerCase: number;
+  contentsBytes: number;
+  maxStoredMessages: number;
+  maxUpdatesPerExecution: number;
+  continueAsNewAfterEvents: number;
+  oneThread: IngestCase;
+  oneThreadBelowCap: IngestCase;
+  manyThreads: IngestCase;
+}
+
+interface Sent {
+  index: number;
+  /** The input id, chosen here so that a failed send can be looked up in history too. */
+  id: string;
+  thread: number;
+  start: number;
+  end: number;
+  signalId?: string;
+  action?: string;
+  duplicate?: boolean;
+  error?: string;
+}
+
+const contentsBytes = 200;
+
+export async function benchSignalIngest(
+  env: BenchEnv,
+  sizes: IngestSizes,
+  progress: (line: string) => void = () => undefined,
+): Promise<SignalIngestResult> {
+  const tag = randomUUID().slice(0, 8);
+  const one: ThreadTarget[] = [{ resourceId: 'bench', threadId: `ingest-one-${tag}` }];
+  const oneBelowCap: ThreadTarget[] = [{ resourceId: 'bench', threadId: `ingest-one-below-cap-${tag}` }];
+  const many: ThreadTarget[] = Array.from({ length: sizes.threads }, (_, k) => ({
+    resourceId: 'bench',
+    threadId: `ingest-many-${tag}-${k}`,
+  }));
+  const rpcs = new Map<string, number>();
+  const instrumented = await instrumentedClient(env, rpcs);
+  const ingest: Ingest = { env, agent: instrumented.agent, workflow: instrumented.workflow, rpcs, progress };
+  try {
+    return await runCases(ingest, sizes, { one, oneBelowCap, many });
+  } finally {
+    await instrumented.close();
+  }
+}
+
+interface Ingest {
+  env: BenchEnv;
+  /** The sending client: its own connection, so its RPCs can be counted. */
+  agent: AgentClient;
+  workflow: WorkflowClient;
+  rpcs: Map<string, number>;
+  progress: (line: string) => void;
+}
+
+async function runCases(
+  ingest: Ingest,
+  sizes: IngestSizes,
+  { one, oneBelowCap, many }: { one: ThreadTarget[]; oneBelowCap: ThreadTarget[]; many: ThreadTarget[] },
+): Promise<SignalIngestResult> {
+  const budgetMs = sizes.maxSecondsPerCase * 1000;
+  const oneThread = await ingestCase(ingest, one, sizes.oneThread, sizes.concurrency, budgetMs);
+  const oneThreadBelowCap = await ingestCase(ingest, oneBelowCap, sizes.oneThread, sizes.belowCapConcurrency, budgetMs);
+  const manyThreads = await ingestCase(ingest, many, sizes.manyThreads, sizes.concurrency, budgetMs);
+  return {
+    concurrency: sizes.concurrency,
+    maxSecondsPerCase: sizes.maxSecondsPerCase,
+    contentsBytes,
+    maxStoredMessages: defaultThreadConfig.maxStoredMessages,
+    maxUpdatesPerExecution: defaultThreadConfig.maxUpdatesPerExecution,
+    continueAsNewAfterEvents: defaultThreadConfig.continueAsNewAfterEvents,
+    oneThread,
+    oneThreadBelowCap,
+    manyThreads,
+  };
+}
+
+async function ingestCase(
+  { env, agent, workflow, rpcs, progress }: Ingest,
+  targets: ThreadTarget[],
+  planned: number,
+  concurrency: number,
+  budgetMs: number,
+): Promise<IngestCase> {
+  const modelRequestsBefore = env.probe.server.requests.length;
+  rpcs.clear();
+  const workerLogBefore = new Map(workerLog);
+  const clientErrors = countClientErrors(workflow);
+  // One thread: a subscriber counts the `persisted` echoes (the bus retains 10,000 events per thread).
+  const echoes = targets.length === 1 ? collectEchoes(env, targets[0]) : null;
+  const sent: Sent[] = [];
+  const idPrefix = `ingest-${randomUUID().slice(0, 8)}`;
+  const cpuBefore = cpuSnapshot();
+  let next = 0;
+  const deadline = performance.now() + budgetMs;
+  let stoppedAtBudget = false;
+  const ticker = setInterval(() => {
+    const failed = sent.filter((s) => s.error).length;
+    progress(
+      `  ${targets.length} thread(s), ${concurrency} in flight: ${sent.length - failed} accepted, ${failed} failed…`,
+    );
+  }, 15_000);
+  const sender = async () => {
+    for (let index = next++; index < planned; index = next++) {
+      if (performance.now() > deadline) {
+        stoppedAtBudget = true;
+        return;
+      }
+      const thread = index % targets.length;
+      const record: Sent = { index, id: `${idPrefix}-${index}`, thread, start: performance.now(), end: NaN };
+      try {
+        const result = await agent.sendSignal(
+          {
+            type: 'notification',
+            contents: `ingest ${index} `.padEnd(contentsBytes, '.'),
+            attributes: { source: 'bench', seq: String(index) },
+          },
+          { ...targets[thread], ifIdle: { behavior: 'persist' }, ifActive: { behavior: 'persist' } },
+          { id: record.id },
+        );
+        Object.assign(record, { signalId: result.signalId, action: result.action, duplicate: !!result.duplicate });
+      } catch (err) {
+        record.error = (err as Error).message;
+      }
+      record.end = performance.now();
+      sent.push(record);
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: concurrency }, sender));
+  } finally {
+    clearInterval(ticker);
+    clientErrors.restore();
+  }
+  const rpcAttempts = Object.fromEntries(rpcs);
+  const cpuAfter = cpuSnapshot();
+  const signals = sent.length;
+  sent.sort((a, b) => a.index - b.index);
+  const firstStart = Math.min(...sent.map((s) => s.start));
+  const lastEnd = Math.max(...sent.map((s) => s.end));
+  const durationMs = lastEnd - firstStart;
+  const ok = sent.filter((s) => !s.error);
+
+  const chains = await mapLimit(targets, 32, (target) => executionChain(env, target));
+  const verification = await verify(env, targets, sent, chains, echoes, modelRequestsBefore);
+  // Up to here: the sends, continue-as-new and the checks' queries (one thread: all stored messages in one answer).
+  const caseLog = Object.fromEntries(
+    [...workerLog].flatMap(([message, n]) => {
+      const added = n - (workerLogBefore.get(message) ?? 0);
+      return added > 0 ? [[message, added]] : [];
+    }),
+  );
+  const history = historyStats(chains.flat());
+  const result: IngestCase = {
+    threads: targets.length,
+    signals,
+    planned,
+    stoppedAtBudget,
+    concurrency,
+    durationMs: round(durationMs),
+    signalsPerSecond: round((ok.length / durationMs) * 1000),
+    acceptLatency: summarize(ok.map((s) => s.end - s.start)),
+    rateByTenth: rateByTenth(ok, firstStart, durationMs),
+    cpuSeconds: {
+      benchProcess: round(cpuAfter.process - cpuBefore.process),
+      devServer: round(cpuAfter.server - cpuBefore.server),
+    },
+    rpcAttempts,
+    clientErrors: clientErrors.counts,
+    workerLog: caseLog,
+    history,
+    verification,
+  };
+  if (targets.length > 1) {
+    result.firstToThreadLatency = summarize(ok.filter((s) => s.index < targets.length).map((s) => s.end - s.start));
+    result.laterLatency = summarize(ok.filter((s) => s.index >= targets.length).map((s) => s.end - s.start));
+  } else {
+    result.continueAsNew = continueAsNewStats(chains[0], ok);
+  }
+  return result;
+}
+
+/**
+ * A client of its own (same server, bus and task queue, the Temporal client's default gRPC retries), with a gRPC
+ * interceptor inside the retry interceptor that counts every update attempt by status: a workflow admits at most 10
+ * updates in flight, and the server turns the rest away with RESOURCE_EXHAUSTED, which the Temporal client retries
+ * after 1.7 s, 2.9 s, 4.9 s, then 5 s (its default backoff for that status).
+ */
+async function instrumentedClient(
+  env: BenchEnv,
+  rpcs: Map<string, number>,
+): Promise<{ agent: AgentClient; workflow: WorkflowClient; close(): Promise<void> }> {
+  const count: grpc.Interceptor = (options, nextCall) =>
+    new grpc.InterceptingCall(nextCall(options), {
+      start(metadata, listener, next) {
+        next(metadata, {
+          onReceiveStatus(status, nextStatus) {
+            const method = String(options.method_definition.path).split('/').pop();
+            if (method === 'ExecuteMultiOperation' || method === 'UpdateWorkflowExecution') {
+              const key = status.code === grpc.status.OK ? 'OK' : describeStatus(status);
+              rpcs.set(key, (rpcs.get(key) ?? 0) + 1);
+            }
+            nextStatus(status);
+          },
+        });
+      },
+    });
+  const connection = await Connection.connect({
+    address: (env.client.temporal.connection as Connection).options.address,
+    interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), count],
+  });
+  const temporal = new Client({ connection, namespace: env.client.temporal.options.namespace });
+  const client = await connect({ client: temporal, bus: env.client.bus, taskQueue: env.client.taskQueue });
+  return { agent: client.agent(env.agent.agentId), workflow: temporal.workflow, close: () => connection.close() };
+}
+
+/**
+ * `CODE: message` of a failed RPC. Update-with-start wraps the update's own status in a MultiOperationExecutionFailure
+ * (the outer message only says "Update-with-Start could not be executed."): the first operation status that is not
+ * merely "aborted because the other operation failed" names the reason.
+ */
+function describeStatus(status: grpc.StatusObject): string {
+  let code = status.code;
+  let message = status.details;
+  try {
+    const bin = status.metadata.get('grpc-status-details-bin')[0];
+    const details = bin instanceof Buffer ? proto.google.rpc.Status.decode(bin).details : [];
+    for (const detail of details ?? []) {
+      if (!detail.type_url?.endsWith('MultiOperationExecutionFailure') || !detail.value) continue;
+      const failure = proto.temporal.api.errordetails.v1.MultiOperationExecutionFailure.decode(detail.value);
+      const cause = failure.statuses?.find(
+        (op) => op.code && !op.details?.[0]?.type_url?.endsWith('MultiOperationExecutionAborted'),
+      );
+      if (cause?.code) [code, message] = [cause.code, cause.message ?? message];
+    }
+  } catch {
+    // Undecodable details: the outer status stands.
+  }
+  return `${grpc.status[code] ?? code}: ${message}`.slice(0, 140);
+}
+
+/** Counts what `executeUpdateWithStart` throws (to Threadline's retry loop, which retries some of it again). */
+function countClientErrors(workflow: WorkflowClient): { counts: Record<string, number>; restore(): void } {
+  const counts: Record<string, number> = {};
+  const original = workflow.executeUpdateWithStart;
+  const wrapped = async function (this: WorkflowClient, ...args: Parameters<WorkflowClient['executeUpdateWithStart']>) {
+    try {
+      return await original.apply(this, args);
+    } catch (err) {
+      const cause = (err as { cause?: unknown }).cause;
+      const rpc = isGrpcServiceError(cause) ? cause : isGrpcServiceError(err) ? err : undefined;
+      const key = rpc
+        ? `${grpc.status[rpc.code] ?? rpc.code}: ${rpc.message.replace(/^\d+ [A-Z_]+: /, '')}`.slice(0, 140)
+        : `${(err as Error).name}: ${(err as Error).message}`.slice(0, 140);
+      counts[key] = (counts[key] ?? 0) + 1;
+      throw err;
+    }
+  };
+  workflow.executeUpdateWithStart = wrapped as WorkflowClient['executeUpdateWithStart'];
+  return {
+    counts,
+    restore: () =>
+      void delete (workflow as Partial<Pick<WorkflowClient, 'executeUpdateWithStart'>>).executeUpdateWithStart,
+  };
+}
+
+/** The ids of the `persisted` echoes a subscriber sees on `target`, in order, until `stop()`. */
+function collectEchoes(env: BenchEnv, target: ThreadTarget): { ids: string[]; stop(): void } {
+  const sub = env.agent.subscribeToThread(target);
+  const ids: string[] = [];
+  void (async () => {
+    try {
+      for await (const event of sub.stream) {
+        const payload = (event as ThreadEvent).payload as { id?: string; persisted?: boolean } | undefined;
+        if (event.type === 'data-signal' && payload?.persisted && payload.id) ids.push(payload.id);
+      }
+    } catch {
+      // Unsubscribed.
+    }
+  })();
+  return { ids, stop: () => sub.unsubscribe() };
+}
+
+async function verify(
+  env: BenchEnv,
+  targets: ThreadTarget[],
+  sent: Sent[],
+  chains: Execution[][],
+  echoes: { ids: string[]; stop(): void } | null,
+  modelRequestsBefore: number,
+): Promise<Verification> {
+  const problems: string[] = [];
+  const failures = sent.filter((s) => s.error);
+  if (failures.length > 0) problems.push(`${failures.length} sends failed, e.g. ${failures[0].error}`);
+  const notPersisted = sent.filter((s) => !s.error && (s.action !== 'persist' || s.duplicate || s.signalId !== s.id));
+  if (notPersisted.length > 0) {
+    problems.push(`${notPersisted.length} sends were not a fresh persist, e.g. ${JSON.stringify(notPersisted[0])}`);
+  }
+  const allAccepted = failures.length === 0 && notPersisted.length === 0;
+
+  // Acceptance as Temporal recorded it: each thread's accepted input ids, in order, over its whole chain.
+  const accepted = chains.map((chain) => chain.flatMap((execution) => execution.acceptedIds));
+  let historyExactlyOnce = true;
+  let failedButAccepted = 0;
+  const cap = defaultThreadConfig.maxStoredMessages;
+  targets.forEach((target, k) => {
+    const times = new Map<string, number>();
+    for (const id of accepted[k]) times.set(id, (times.get(id) ?? 0) + 1);
+    const mine = sent.filter((s) => s.thread === k);
+    const missing = mine.filter((s) => !s.error && times.get(s.id) !== 1);
+    failedButAccepted += mine.filter((s) => s.error && times.has(s.id)).length;
+    const known = new Set(mine.map((s) => s.id));
+    const strangers = accepted[k].filter((id) => !known.has(id));
+    const repeated = [...times.values()].filter((n) => n > 1).length;
+    if ((missing.length > 0 || strangers.length > 0 || repeated > 0) && historyExactlyOnce) {
+      problems.push(
+        `thread ${target.threadId}: ${missing.length} resolved sends not accepted exactly once in history, ` +
+          `${repeated} ids accepted more than once, ${strangers.length} unknown ids`,
+      );
+    }
+    historyExactlyOnce &&= missing.length === 0 && strangers.length === 0 && repeated === 0;
+  });
+
+  // The persisted echoes (one thread): each accepted signal exactly once.
+  let echoesExactlyOnce: boolean | null = null;
+  if (echoes) {
+    const expected = new Set(accepted[0]);
+    const deadline = Date.now() + 30_000;
+    while (echoes.ids.length < expected.size && Date.now() < deadline) await sleep(20);
+    await sleep(200); // Anything extra (a duplicate) would arrive right behind.
+    echoes.stop();
+    const unique = new Set(echoes.ids);
+    echoesExactlyOnce =
+      echoes.ids.length === expected.size &&
+      unique.size === echoes.ids.length &&
+      [...unique].every((id) => expected.has(id));
+    if (!echoesExactlyOnce) {
+      const missing = [...expected].filter((id) => !unique.has(id)).length;
+      problems.push(
+        `${echoes.ids.length} persisted echoes for ${expected.size} accepted signals: ` +
+          `${echoes.ids.length - unique.size} repeated, ${missing} never echoed`,
+      );
+    }
+  }
+
+  // Thread state and stored ids: a thread keeps its newest `maxStoredMessages` messages, in acceptance order.
+  let messageCountSum = 0;
+  let expectedMessageCount = 0;
+  let storedIdsMatch = true;
+  await mapLimit(targets, 32, async (target, k) => {
+    const newest = accepted[k].slice(-cap);
+    expectedMessageCount += newest.length;
+    const view = await env.client.getThread(target);
+    const page = await env.client.getMessages(target, { limit: accepted[k].length + 10 });
+    messageCountSum += view?.messageCount ?? 0;
+    const stored = (page?.messages ?? []).map((m) => m.id);
+    const match =
+      view?.messageCount === newest.length &&
+      stored.join() === newest.join() &&
+      view.status === 'idle' &&
+      view.runsCompleted === 0;
+    if (!match && storedIdsMatch) {
+      problems.push(
+        `thread ${target.threadId}: messageCount ${view?.messageCount}, ${stored.length} stored ids, expected the ` +
+          `newest ${newest.length} accepted (status ${view?.status}, runs ${view?.runsCompleted})`,
+      );
+    }
+    storedIdsMatch &&= match;
+  });
+  if (messageCountSum !== expectedMessageCount) {
+    problems.push(`messageCount sum ${messageCountSum}, expected ${expectedMessageCount}`);
+  }
+  const noModelRequests = env.probe.server.requests.length === modelRequestsBefore;
+  if (!noModelRequests) problems.push('model requests were made: a persisted signal woke a thread');
+  return {
+    allAccepted,
+    failures: failures.length,
+    failedButAccepted,
+    historyExactlyOnce,
+    messageCountSum,
+    expectedMessageCount,
+    storedIdsMatch,
+    echoesExactlyOnce,
+    noModelRequests,
+    ok: problems.length === 0,
+    problems,
+  };
+}
+
+interface Execution {
+  runId: string;
+  /** Bytes of the input the execution continued as new with (the thread snapshot); NaN if it did not. */
+  continuedWithBytes: number;
+  events: RawHistoryEvent[];
+  /** The input id of each `WorkflowExecutionUpdateAccepted`, in order. */
+  acceptedIds: string[];
+}
+
+interface RawHistoryEvent {
+  type: string;
+  at: number;
+}
+
+/** Every execution of a thread's chain, oldest first (following `continuedExecutionRunId` back from the latest). */
+async function executionChain(env: BenchEnv, target: ThreadTarget): Promise<Execution[]> {
+  const workflowId = threadKey(target.resourceId, target.threadId);
+  const chain: Execution[] = [];
+  let runId: string | undefined = (await env.client.temporal.workflow.getHandle(workflowId).describe()).runId;
+  while (runId) {
+    const history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>> = await env.client.temporal.workflow
+      .getHandle(workflowId, runId)
+      .fetchHistory();
+    const raw = history.events ?? [];
+    chain.unshift({
+      runId,
+      continuedWithBytes: payloadBytes(
+        raw.find((e) => e.workflowExecutionContinuedAsNewEventAttributes)
+          ?.workflowExecutionContinuedAsNewEventAttributes?.input?.payloads,
+      ),
+      acceptedIds: raw.flatMap((e) => {
+        const payload = e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.args?.payloads?.[0];
+        return payload ? [defaultPayloadConverter.fromPayload<{ id: string }>(payload).id] : [];
+      }),
+      events: raw.map((e) => ({
+        type: (e.attributes ?? 'unknown').replace(/EventAttributes$/, '').replace(/^./, (c: string) => c.toUpperCase()),
+        at: Number(e.eventTime?.seconds ?? 0) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6,
+      })),
+    });
+    runId = raw[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
+  }
+  return chain;
+}
+
+function payloadBytes(payloads: { data?: Uint8Array | null }[] | null | undefined): number {
+  return payloads ? payloads.reduce((sum, payload) => sum + (payload.data?.length ?? 0), 0) : NaN;
+}
+
+const expectedTypes = new Set([
+  'WorkflowExecutionStarted',
+  'WorkflowTaskScheduled',
+  'WorkflowTaskStarted',
+  'WorkflowTaskCompleted',
+  'WorkflowExecutionUpdateAccepted',
+  'WorkflowExecutionUpdateCompleted',
+  'MarkerRecorded',
+  'ActivityTaskScheduled',
+  'ActivityTaskStarted',
+  'ActivityTaskCompleted',
+  // `patched()` records its change id as a search attribute once per execution.
+  'UpsertWorkflowSearchAttributes',
+  'WorkflowExecutionContinuedAsNew',
+]);
+
+function historyStats(executions: Execution[]): HistoryStats {
+  const unexpected: Record<string, number> = {};
+  const scheduleToStart: number[] = [];
+  const startToComplete: number[] = [];
+  let events = 0;
+  let workflowTasks = 0;
+  let updatesAccepted = 0;
+  let activities = 0;
+  let markers = 0;
+  for (const { events: list } of executions) {
+    events += list.length;
+    let scheduled = NaN;
+    let started = NaN;
+    for (const e of list) {
+      if (!expectedTypes.has(e.type)) unexpected[e.type] = (unexpected[e.type] ?? 0) + 1;
+      if (e.type === 'WorkflowTaskScheduled') scheduled = e.at;
+      if (e.type === 'WorkflowTaskStarted') {
+        started = e.at;
+        scheduleToStart.push(e.at - scheduled);
+      }
+      if (e.type === 'WorkflowTaskCompleted') {
+        workflowTasks += 1;
+        startToComplete.push(e.at - started);
+      }
+      if (e.type === 'WorkflowExecutionUpdateAccepted') updatesAccepted += 1;
+      if (e.type === 'ActivityTaskScheduled') activities += 1;
+      if (e.type === 'MarkerRecorded') markers += 1;
+    }
+  }
+  return {
+    executions: executions.length,
+    events,
+    workflowTasks,
+    updatesAccepted,
+    activities,
+    markers,
+    unexpected,
+    taskScheduleToStart: summarize(scheduleToStart.filter(Number.isFinite)),
+    taskStartToComplete: summarize(startToComplete.filter(Number.isFinite)),
+  };
+}
+
+function continueAsNewStats(chain: Execution[], ok: Sent[]): ContinueAsNewStats {
+  const updates = chain.map((x) => x.events.filter((e) => e.type === 'WorkflowExecutionUpdateAccepted'));
+  const handOverMs: number[] = [];
+  const closes: number[] = [];
+  for (let i = 0; i + 1 < chain.length; i++) {
+    const last = updates[i][updates[i].length - 1];
+    const first = updates[i + 1][0];
+    if (last && first) handOverMs.push(round(first.at - last.at));
+    const closed = chain[i].events.find((e) => e.type === 'WorkflowExecutionContinuedAsNew');
+    if (closed) closes.push(closed.at);
+  }
+  const spans = (s: Sent) => closes.some((at) => wallClock(s.start) <= at && at <= wallClock(s.end));
+  return {
+    executions: chain.length,
+    updatesPerExecution: updates.map((u) => u.length),
+    eventsPerExecution: chain.map((x) => x.events.length),
+    handOverMs,
+    continuedWithBytes: chain.slice(0, -1).map((x) => x.continuedWithBytes),
+    spanningLatency: summarize(ok.filter(spans).map((s) => s.end - s.start)),
+    otherLatency: summarize(ok.filter((s) => !spans(s)).map((s) => s.end - s.start)),
+  };
+}
+
+function rateByTenth(ok: Sent[], start: number, durationMs: number): number[] {
+  const counts = Array.from({ length: 10 }, () => 0);
+  for (const s of ok) counts[Math.min(9, Math.floor(((s.end - start) / durationMs) * 10))] += 1;
+  return counts.map((n) => Math.round(n / (durationMs / 10 / 1000)));
+}
+
+/**
+ * CPU seconds so far of this process and of the dev server (a child process named `temporal`, read from /proc; NaN
+ * where there is no /proc).
+ */
+function cpuSnapshot(): { process: number; server: number } {
+  const { user, system } = process.cpuUsage();
+  let server = NaN;
+  try {
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // fields[1] is the parent pid; [11] and [12] are user and system time in clock ticks (100 per second).
+      if (name === 'temporal' && fields[1] === String(process.pid))
+        server = (Number(fields[11]) + Number(fields[12])) / 100;
+    }
+  } catch {
+    // No /proc: the server's share stays unknown.
+  }
+  return { process: (user + system) / 1e6, server };
+}
+
+/** `fn` over `items`, at most `limit` at a time. */
+async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const run = async () => {
+    for (let i = next++; i < items.length; i = next++) out[i] = await fn(items[i], i);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
+  return out;
+}
+
+const round = (x: number) => Math.round(x * 100) / 100;
