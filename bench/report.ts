@@ -282,8 +282,11 @@ function ingestSection(d: SignalIngestResult): string[] {
       `${int(eight.signalsPerSecond)}/s with ${eight.concurrency}.** The client passes at most 8 inputs per thread ` +
       'to Temporal at a time (Temporal admits 10 in-flight updates per workflow) and queues the rest in order, so ' +
       `the extra sends only wait in the client: p50 ${ms(one.acceptLatency.p50)} ms against ` +
-      `${ms(eight.acceptLatency.p50)} ms. ${int(inFlightRejections(one) + inFlightRejections(eight))} update ` +
-      'attempts hit the in-flight limit. Updates to a busy thread share workflow tasks ' +
+      `${ms(eight.acceptLatency.p50)} ms. ` +
+      (inFlightRejections(one) + inFlightRejections(eight) === 0
+        ? 'No update attempt hit the in-flight limit. '
+        : `${int(inFlightRejections(one) + inFlightRejections(eight))} update attempts hit the in-flight limit. `) +
+      'Updates to a busy thread share workflow tasks ' +
       `(${perTask(one).toFixed(1)} per task, ${(h(one).events / one.signals).toFixed(1)} history events per ` +
       `signal), which is why one thread takes more per second than ${many.threads.toLocaleString('en-US')} do.`,
     `- **Continue-as-new shows up in the tail.** ${can(one).executions} and ${can(eight).executions} executions for ` +
@@ -381,7 +384,9 @@ function ingestSection(d: SignalIngestResult): string[] {
     '### Where ingest time goes',
     '',
     "From the threads' histories (server clock) and CPU time over the case (this process runs the client, worker, " +
-      'bus and model server; the dev server is a child process).',
+      'bus and model server; the dev server is a child process). Update attempts are counted by a gRPC interceptor ' +
+      "inside the Temporal client's retry interceptor. Worker log lines reach the bench with a delay, so a few may " +
+      'be counted in the next case.',
     '',
     '| case | executions | events per signal | workflow tasks | updates per task | `publishEvents` activities | ' +
       'task schedule → start p50 / p99 | task start → complete p50 / p90 / p99 | CPU s per 1,000 signals ' +
