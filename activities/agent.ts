@@ -5,8 +5,10 @@
 import type { LanguageModel } from 'ai';
 import type { z } from 'zod';
 import { XML_NAME } from '../client/schemas';
-import type { SignalInput } from '../client/schemas';
-import type { ContextWindowConfig, StoredMessage } from '../workflows/messages';
+import type { SignalInput, StateMode } from '../client/schemas';
+import type { AgentProfile } from '../workflows/agent-profile';
+import type { LaneTracking } from '../workflows/lanes';
+import type { ContextWindowConfig, InputMessage, StoredMessage } from '../workflows/messages';
 
 export interface ToolContext {
   resourceId: string;
@@ -41,6 +43,35 @@ export interface ProcessInputStepArgs {
   abortSignal: AbortSignal;
 }
 
+/** What `computeStateSignal` gets (SPEC §3.2), once per model step after `processInputStep`. */
+export interface ComputeStateSignalArgs {
+  stepNumber: number;
+  runId: string;
+  threadId: string;
+  resourceId: string;
+  /** This lane's state signals inside the context window the model will see, oldest first. */
+  activeStateSignals: readonly InputMessage[];
+  /** The lane's latest snapshot: from the window, or from the thread's lane record when the window lost it. */
+  lastSnapshot?: InputMessage;
+  /** Deltas accepted after `lastSnapshot`, oldest first. */
+  deltasSinceSnapshot: readonly InputMessage[];
+  /** The lane's tracking (`currentCacheKey`, `currentMode`, `version`, ...), or undefined for a new lane. */
+  tracking?: LaneTracking;
+  contextWindow: { hasSnapshot: boolean };
+  abortSignal: AbortSignal;
+}
+
+/** A state to emit: deduped like `sendStateSignal` (same cacheKey and mode → nothing), re-emitted if it left the window. */
+export interface ComputedStateSignal {
+  mode: StateMode;
+  cacheKey: string;
+  contents: SignalInput['contents'];
+  value?: unknown;
+  delta?: unknown;
+  tagName?: string;
+  attributes?: SignalInput['attributes'];
+}
+
 /**
  * Worker-side code that runs once per model step, before the model is called (SPEC §2.3). It may do I/O; what it
  * sends is recorded durably with the step's result. It is responsible for not sending the same context twice.
@@ -48,6 +79,11 @@ export interface ProcessInputStepArgs {
 export interface Processor {
   id: string;
   processInputStep?(args: ProcessInputStepArgs): unknown;
+  /** The lane `computeStateSignal` owns (default: the processor's `id`). */
+  stateId?: string;
+  computeStateSignal?(
+    args: ComputeStateSignalArgs,
+  ): ComputedStateSignal | undefined | void | Promise<ComputedStateSignal | undefined | void>;
 }
 
 export interface AgentDefinition {
@@ -58,8 +94,19 @@ export interface AgentDefinition {
   /** `provider/model` (e.g. `openai/gpt-4o-mini`), `demo`, or an AI SDK model. Default: the `MODEL` setting. */
   model?: string | LanguageModel;
   tools?: Record<string, AgentTool<any, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** The window the model sees: the last `maxMessages` stored messages within `maxBytes` (the thread's default otherwise). */
   contextWindow?: Partial<ContextWindowConfig>;
   processors?: Processor[];
+}
+
+/** The plain data the thread workflow needs about an agent. */
+export function agentProfile(agent: AgentDefinition): AgentProfile {
+  const profile: AgentProfile = {
+    agentId: agent.id,
+    ownedLanes: (agent.processors ?? []).filter((p) => p.computeStateSignal).map((p) => p.stateId ?? p.id),
+  };
+  if (agent.contextWindow) profile.contextWindow = agent.contextWindow;
+  return profile;
 }
 
 const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
@@ -75,10 +122,21 @@ export function defineAgent(definition: AgentDefinition): AgentDefinition {
     );
   }
   const processorIds = new Set<string>();
+  const lanes = new Set<string>();
   for (const processor of definition.processors ?? []) {
     if (processorIds.has(processor.id))
       throw new Error(`Two processors of agent ${definition.id} share the id "${processor.id}".`);
     processorIds.add(processor.id);
+    if (!processor.computeStateSignal) continue;
+    const lane = processor.stateId ?? processor.id;
+    if (lanes.has(lane)) throw new Error(`Two processors of agent ${definition.id} own the state lane "${lane}".`);
+    lanes.add(lane);
+  }
+  const window = definition.contextWindow;
+  for (const key of ['maxMessages', 'maxBytes'] as const) {
+    const value = window?.[key];
+    if (value !== undefined && (!Number.isInteger(value) || value < 1))
+      throw new Error(`Agent ${definition.id}: contextWindow.${key} must be a whole number ≥ 1, got ${value}.`);
   }
   for (const name of Object.keys(definition.tools ?? {})) {
     if (!XML_NAME.test(name)) throw new Error(`Invalid tool name "${name}" on agent ${definition.id}.`);

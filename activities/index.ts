@@ -3,7 +3,8 @@
  * so tests inject a model server URL, an in-process or Redis bus.
  */
 import type { EventBus, EventDraft } from '../client/bus/types';
-import type { AgentRegistry } from './agent';
+import { agentProfile, type AgentRegistry } from './agent';
+import type { AgentProfile } from '../workflows/agent-profile';
 import type { ModelResolver } from './model';
 import { runStep, type StepInput } from './step';
 import { runTool, type ToolInput } from './tool';
@@ -17,13 +18,27 @@ export interface ActivityDeps {
 export const createActivities = (deps: ActivityDeps) => ({
   runStep: (input: StepInput) => runStep(deps, input),
   runTool: (input: ToolInput) => runTool(deps, input),
+  /** The agent's plain-data profile for the workflow (window, owned lanes); `null` when no worker here hosts it. */
+  async describeAgent(agentId: string): Promise<AgentProfile | null> {
+    const agent = deps.agents.get(agentId);
+    return agent ? agentProfile(agent) : null;
+  },
   /** Workflow-decided events (run start/finish, echoes of persisted inputs, queue changes). Idempotent by key. */
   async publishEvents(threadKey: string, events: EventDraft[]): Promise<void> {
     await deps.bus.publish(threadKey, events);
   },
 });
 
-export { AgentRegistry, defineAgent, type AgentDefinition, type AgentTool, type ToolContext } from './agent';
+export {
+  AgentRegistry,
+  defineAgent,
+  type AgentDefinition,
+  type AgentTool,
+  type ComputeStateSignalArgs,
+  type ComputedStateSignal,
+  type Processor,
+  type ToolContext,
+} from './agent';
 export { ModelResolver, demoModel, modelSettingsFromEnv, defaultModelName, type ModelSettings } from './model';
 export type { StepInput } from './step';
 export type { ToolInput } from './tool';

@@ -7,10 +7,11 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { APICallError, jsonSchema, streamText, type ToolSet } from 'ai';
 import { z } from 'zod';
 import type { EventBus } from '../client/bus/types';
-import { describeZodError, legacySignalTypes, signalSchema } from '../client/schemas';
+import { describeZodError, legacySignalTypes, signalSchema, stateSignalSchema } from '../client/schemas';
+import { laneMessagesIn, stateOf, type StoredStateInfo } from '../workflows/lanes';
 import { echoPayload, echoType, type StepPlan } from '../workflows/thread-state';
-import type { AssistantPart, InputMessage, StepResult, ToolCall } from '../workflows/messages';
-import type { AgentDefinition, AgentRegistry } from './agent';
+import type { AssistantPart, InputMessage, StepResult, StoredMessage, ToolCall } from '../workflows/messages';
+import type { AgentDefinition, AgentRegistry, Processor } from './agent';
 import type { ModelResolver } from './model';
 import { toModelMessages } from './prompt';
 import { OrderedPublisher } from './publisher';
@@ -202,7 +203,86 @@ async function runProcessors(
       },
     });
   }
+  for (const processor of agent.processors ?? []) {
+    const message = await computeState(processor, input, all(), abortSignal);
+    if (!message) continue;
+    sent.push(message);
+    out.push(echoType(message), echoPayload(message, 'deliver'));
+  }
   return sent;
+}
+
+/**
+ * A processor that owns a state lane computes it (SPEC §3.2). What it returns is deduped against the lane's
+ * latest state (same cacheKey and mode → nothing), unless that state is no longer in the window: then it is
+ * re-emitted at the same version, so the model sees the current state again.
+ */
+async function computeState(
+  processor: Processor,
+  input: StepInput,
+  window: readonly StoredMessage[],
+  abortSignal: AbortSignal,
+): Promise<InputMessage | null> {
+  if (!processor.computeStateSignal) return null;
+  const laneId = processor.stateId ?? processor.id;
+  const lane = input.lanes?.find((l) => l.laneId === laneId);
+  const active = laneMessagesIn(window, laneId);
+  const inWindow = lastSnapshotIn(active);
+  const hasSnapshot = lane?.hasSnapshot ?? inWindow.lastSnapshot !== undefined;
+  const returned = await processor.computeStateSignal({
+    stepNumber: input.stepNumber,
+    runId: input.runId,
+    threadId: input.threadId,
+    resourceId: input.resourceId,
+    activeStateSignals: active,
+    lastSnapshot: hasSnapshot ? inWindow.lastSnapshot : lane?.lastSnapshot,
+    deltasSinceSnapshot: hasSnapshot ? inWindow.deltas : (lane?.deltasSinceSnapshot ?? []),
+    tracking: lane?.tracking,
+    contextWindow: { hasSnapshot },
+    abortSignal,
+  });
+  if (!returned) return null;
+  const parsed = stateSignalSchema.safeParse({ id: laneId, ...returned });
+  if (!parsed.success) {
+    throw ApplicationFailure.nonRetryable(
+      `Processor ${processor.id} computed an invalid state signal: ${describeZodError(parsed.error)}`,
+      'InvalidProcessorSignal',
+    );
+  }
+  const s = parsed.data;
+  const tracking = lane?.tracking;
+  const sameKey = tracking?.currentCacheKey === s.cacheKey;
+  if (sameKey && tracking.currentMode === s.mode && hasSnapshot) return null;
+  // The current state again, because its snapshot left the window: same state, same version.
+  const refresh = sameKey && !hasSnapshot && s.mode === 'snapshot';
+  const state: StoredStateInfo = {
+    laneId,
+    mode: s.mode,
+    cacheKey: s.cacheKey,
+    version: refresh || (sameKey && tracking.currentMode === s.mode) ? tracking!.version : (tracking?.version ?? 0) + 1,
+    ...(s.value !== undefined ? { value: s.value } : {}),
+    ...(s.delta !== undefined ? { delta: s.delta } : {}),
+  };
+  return {
+    // Deterministic per step: a retried step re-emits under the same id.
+    id: `p:${input.stepKey}:${processor.id}:state`,
+    role: 'user',
+    type: 'state',
+    contents: s.contents,
+    runId: input.runId,
+    at: Date.now(),
+    metadata: { ...s.metadata, state },
+    ...(s.tagName ? { tagName: s.tagName } : {}),
+    ...(s.attributes ? { attributes: s.attributes } : {}),
+  };
+}
+
+/** The latest snapshot among a lane's messages (oldest first) and the deltas after it. */
+function lastSnapshotIn(messages: readonly InputMessage[]): { lastSnapshot?: InputMessage; deltas: InputMessage[] } {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (stateOf(messages[i])?.mode === 'snapshot') return { lastSnapshot: messages[i], deltas: messages.slice(i + 1) };
+  }
+  return { deltas: [...messages] };
 }
 
 /** Provider errors that retrying cannot fix (bad key, bad request) fail the step at once. */

@@ -13,7 +13,7 @@ import {
 } from '@temporalio/client';
 import type { EventBus } from './bus/types';
 import { ConflictError, ThreadlineError, ValidationError } from './errors';
-import { messageInput, signalInput, type IngressLimits, type SendTarget } from './inputs';
+import { messageInput, signalInput, stateInput, type IngressLimits, type SendTarget } from './inputs';
 import {
   cancelQueuedRequestSchema,
   defaultLimits,
@@ -22,6 +22,7 @@ import {
   type InputResult,
   type MessageInput,
   type SignalInput,
+  type StateSignalInput,
   type ThreadInput,
   type ThreadTarget,
 } from './schemas';
@@ -36,7 +37,12 @@ import {
   threadStateQuery,
   type MessagesPage,
 } from '../workflows/definitions';
-import type { AbortResult, ThreadConfigInput, ThreadView } from '../workflows/thread-state';
+import {
+  UNCHANGED_STATE_PREFIX,
+  type AbortResult,
+  type ThreadConfigInput,
+  type ThreadView,
+} from '../workflows/thread-state';
 import type { threadWorkflow } from '../workflows/thread';
 
 /** At most `limit` concurrent holders per key; the rest wait in arrival order. */
@@ -148,6 +154,19 @@ export class ThreadlineClient {
             continue;
           }
           if (/^Invalid input/.test(message)) throw new ValidationError(message, { cause: err });
+          // The validator refused a state identical to its lane's latest: skipped, and never in history.
+          const unchanged = message.startsWith(UNCHANGED_STATE_PREFIX) && /version (\d+)/.exec(message);
+          if (unchanged) {
+            const version = Number(unchanged[1]);
+            const skipped: InputResult = {
+              accepted: true,
+              action: 'skipped',
+              reason: 'unchanged',
+              signalId: input.id,
+              version,
+            };
+            return { ...skipped, persisted: Promise.resolve() };
+          }
           throw new ConflictError(message, { cause: err });
         }
         // Temporal caps in-flight updates per workflow (10): back off briefly and try again.
@@ -254,6 +273,20 @@ export class AgentClient {
    */
   async sendSignal(signal: SignalInput, target: SendTarget, options: { id?: string } = {}): Promise<SendResult> {
     const input = signalInput(this.agentId, signal, target, { ...options, limits: this.client.limits });
+    return this.client.submit(target, input);
+  }
+
+  /**
+   * Keeps a state lane current (SPEC §3.1). The same cacheKey and mode as the lane's latest state → `skipped`
+   * (`reason: 'unchanged'`); otherwise the lane's version goes up and the state is routed like a signal.
+   * @example await agent.sendStateSignal({ id: 'browser', cacheKey: 'https://example.com:3-tabs', contents: 'Browser is open.' }, { ...thread, ifIdle: { behavior: 'persist' } })
+   */
+  async sendStateSignal(
+    signal: StateSignalInput,
+    target: SendTarget,
+    options: { id?: string } = {},
+  ): Promise<SendResult> {
+    const input = stateInput(this.agentId, signal, target, { ...options, limits: this.client.limits });
     return this.client.submit(target, input);
   }
 

@@ -14,12 +14,14 @@ import {
   legacySignalTypes,
   messageSchema,
   signalSchema,
+  stateSignalSchema,
   threadInputSchema,
   threadTargetSchema,
   type IfActive,
   type IfIdle,
   type MessageInput,
   type SignalInput,
+  type StateSignalInput,
   type ThreadInput,
 } from './schemas';
 
@@ -88,6 +90,42 @@ export function signalInput(
     ...(parsed.metadata ? { metadata: parsed.metadata } : {}),
     ...(parsed.providerOptions ? { providerOptions: parsed.providerOptions } : {}),
     ...(parsed.transient ? { transient: true } : {}),
+    ...base,
+    sentAt: Date.now(),
+  };
+  return checkInput(input, options.limits);
+}
+
+/**
+ * A state signal (SPEC §3.1) addressed to a thread: `id` is the lane, `signalId` (or the Idempotency-Key) the input's
+ * idempotency key. Routed like any signal; the thread skips it when the lane's latest state has the same cacheKey
+ * and mode.
+ */
+export function stateInput(
+  agentId: string,
+  signal: StateSignalInput,
+  target: SendTarget,
+  options: { id?: string; limits?: IngressLimits } = {},
+): ThreadInput {
+  const parsed = parse(stateSignalSchema, signal, 'state signal');
+  const base = targetFields(target);
+  const input: ThreadInput = {
+    id: parsed.signalId || options.id || randomUUID(),
+    agentId,
+    delivery: 'send',
+    type: 'state',
+    contents: parsed.contents,
+    state: {
+      laneId: parsed.id,
+      mode: parsed.mode,
+      cacheKey: parsed.cacheKey,
+      ...(parsed.value !== undefined ? { value: parsed.value } : {}),
+      ...(parsed.delta !== undefined ? { delta: parsed.delta } : {}),
+    },
+    ...(parsed.tagName ? { tagName: parsed.tagName } : {}),
+    ...(parsed.attributes ? { attributes: parsed.attributes } : {}),
+    ...(parsed.metadata ? { metadata: parsed.metadata } : {}),
+    ...(parsed.providerOptions ? { providerOptions: parsed.providerOptions } : {}),
     ...base,
     sentAt: Date.now(),
   };

@@ -143,6 +143,11 @@ export function invalidSignalTypeMessage(type: string): string {
   return `Invalid signal type: ${type}. Use a supported signal type and set tagName for custom XML tags.`;
 }
 
+/** A custom XML tag for a signal's wrapper. */
+const tagNameSchema = z.string().superRefine((name, ctx) => {
+  if (!XML_NAME.test(name)) ctx.addIssue({ code: 'custom', message: invalidTagNameMessage(name) });
+});
+
 /** `sendSignal`'s signal, as callers send it (legacy type names accepted, normalised at ingress). */
 export const signalSchema = z
   .object({
@@ -157,13 +162,7 @@ export const signalSchema = z
       }
     }),
     contents: contentsSchema,
-    tagName: z
-      .string()
-      .optional()
-      .superRefine((name, ctx) => {
-        if (name !== undefined && !XML_NAME.test(name))
-          ctx.addIssue({ code: 'custom', message: invalidTagNameMessage(name) });
-      }),
+    tagName: tagNameSchema.optional(),
     attributes: attributesSchema.optional(),
     metadata: jsonRecord.optional(),
     providerOptions: providerOptionsSchema.optional(),
@@ -171,6 +170,48 @@ export const signalSchema = z
   })
   .strict();
 export type SignalInput = z.input<typeof signalSchema>;
+
+export const stateModes = ['snapshot', 'delta'] as const;
+export type StateMode = (typeof stateModes)[number];
+
+/** A required string whose absence gets the SPEC's own message (not zod's generic one). */
+const requiredString = (message: string) =>
+  z.string({ error: (issue) => (issue.input === undefined ? message : 'must be a string') }).min(1, message);
+
+/**
+ * `sendStateSignal`'s state (SPEC §3.1): `id` names the lane, `cacheKey` is the producer's key for "this exact
+ * state". `cacheKey` and `mode` are tracking data, never XML attributes; `value`/`delta` travel in the stored
+ * message's metadata for processors and the API.
+ */
+export const stateSignalSchema = z
+  .object({
+    id: requiredString('state signal id is required').max(defaultLimits.maxIdLength),
+    mode: z.enum(stateModes).default('snapshot'),
+    cacheKey: requiredString('state signal cacheKey is required').max(1_024),
+    contents: contentsSchema,
+    value: z.unknown().optional(),
+    delta: z.unknown().optional(),
+    /** The input's idempotency key (the lane is `id`). */
+    signalId: idString.optional(),
+    tagName: tagNameSchema.optional(),
+    attributes: attributesSchema.optional(),
+    metadata: jsonRecord.optional(),
+    providerOptions: providerOptionsSchema.optional(),
+  })
+  .strict();
+export type StateSignalInput = z.input<typeof stateSignalSchema>;
+
+/** The lane part of a state input, as the workflow receives it. */
+export const stateInfoSchema = z
+  .object({
+    laneId: idString,
+    mode: z.enum(stateModes),
+    cacheKey: z.string().min(1).max(1_024),
+    value: z.unknown().optional(),
+    delta: z.unknown().optional(),
+  })
+  .strict();
+export type StateInfo = z.infer<typeof stateInfoSchema>;
 
 /**
  * One input as the thread workflow receives it (signal `sendMessage` / `queueMessage` / `sendSignal`, or the
@@ -201,8 +242,22 @@ export const threadInputSchema = z
     runId: idString.optional(),
     /** Milliseconds since the epoch, set by the sender. Informational only. */
     sentAt: z.number().optional(),
+    /** The lane of a `state` input (required for, and only allowed on, type `state`). */
+    state: stateInfoSchema.optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((input, ctx) => {
+    if (input.type === 'state' && !input.state)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['state'],
+        message: 'a state input needs state { laneId, mode, cacheKey }',
+      });
+    if (input.type !== 'state' && input.state)
+      ctx.addIssue({ code: 'custom', path: ['state'], message: 'only a state input carries state' });
+    if (input.type === 'state' && input.transient)
+      ctx.addIssue({ code: 'custom', path: ['transient'], message: 'state signals are never transient' });
+  });
 export type ThreadInput = z.infer<typeof threadInputSchema>;
 
 export const abortRequestSchema = z.object({ clearPendingSignals: z.boolean().optional() }).strict();
@@ -210,7 +265,16 @@ export const cancelQueuedRequestSchema = z
   .object({ signalIds: z.array(idString).min(1, 'name at least one signal id').max(1_000) })
   .strict();
 
-export const inputActions = ['wake', 'deliver', 'queued', 'persist', 'discard', 'interrupt', 'blocked'] as const;
+export const inputActions = [
+  'wake',
+  'deliver',
+  'queued',
+  'persist',
+  'discard',
+  'interrupt',
+  'blocked',
+  'skipped',
+] as const;
 export type InputAction = (typeof inputActions)[number];
 
 /** What the thread did with an input. */
@@ -220,6 +284,10 @@ export interface InputResult {
   runId?: string;
   signalId: string;
   duplicate?: true;
+  /** Why nothing was done (`skipped`): `unchanged` = the lane's latest state has this cacheKey and mode. */
+  reason?: 'unchanged';
+  /** The lane's version after this input (state signals). */
+  version?: number;
 }
 
 /** A workflow-level rejection of an input (never thrown by signal handlers; logged and dropped there). */

@@ -21,6 +21,18 @@ import type {
   ToolResultPart,
 } from './messages';
 import { mergeAttributes } from './render';
+import {
+  isUnchanged,
+  laneMessagesIn,
+  laneView,
+  nextVersion,
+  recordState,
+  refreshCopies,
+  stateOf,
+  windowHasSnapshot,
+  type Lane,
+  type LaneTracking,
+} from './lanes';
 
 export interface ThreadConfig {
   /** Continue-as-new once history reaches this many events (Temporal also suggests it at 4,096 / 4 MB). */
@@ -36,6 +48,11 @@ export interface ThreadConfig {
   maxStoredMessages: number;
   /** Model steps per run before it stops asking the model (tool loops); pending user inputs still get answered. */
   maxStepsPerRun: number;
+  /** State lanes per thread; a state for a new lane beyond this is refused. */
+  maxLanes: number;
+  /** Deltas kept per lane since its latest snapshot (the oldest dropped first: send a snapshot now and then). */
+  maxLaneDeltas: number;
+  /** The window the model sees, unless the agent sets its own (`defineAgent({ contextWindow })`). */
   contextWindow: ContextWindowConfig;
   step: { heartbeatTimeoutMs: number; startToCloseTimeoutMs: number; maxAttempts: number; initialRetryMs: number };
   tool: { startToCloseTimeoutMs: number; maxAttempts: number };
@@ -50,6 +67,8 @@ export const defaultThreadConfig: ThreadConfig = {
   maxPendingInputs: defaultLimits.maxPendingInputs,
   maxStoredMessages: 2_000,
   maxStepsPerRun: 25,
+  maxLanes: 64,
+  maxLaneDeltas: 50,
   contextWindow: { maxMessages: 100, maxBytes: 512 * 1024 },
   step: { heartbeatTimeoutMs: 10_000, startToCloseTimeoutMs: 10 * 60_000, maxAttempts: 5, initialRetryMs: 1_000 },
   tool: { startToCloseTimeoutMs: 5 * 60_000, maxAttempts: 3 },
@@ -114,6 +133,8 @@ export interface ThreadSnapshot {
   eventSeq: number;
   stepSeq: number;
   runsCompleted: number;
+  /** State lanes by id (absent in snapshots written before lanes existed). */
+  lanes?: Record<string, Lane>;
 }
 
 export interface ThreadClock {
@@ -132,11 +153,45 @@ export interface StepPlan {
   transient: InputMessage[];
   preEvents: OutboxEvent[];
   streamOptions?: StreamOptions;
+  /** Lanes the agent's processors own (`computeStateSignal`), with what they need when the window lost them. */
+  lanes?: StepLane[];
+}
+
+/** A processor-owned lane as the step sees it (SPEC §3.2). */
+export interface StepLane {
+  laneId: string;
+  tracking: LaneTracking;
+  hasSnapshot: boolean;
+  /** Only when the window no longer holds them: resolved from the lane itself. */
+  lastSnapshot?: InputMessage;
+  deltasSinceSnapshot?: InputMessage[];
+}
+
+/** What the main loop knows about the run's agent when it plans a step. */
+export interface StepOptions {
+  contextWindow?: Partial<ContextWindowConfig>;
+  /** Lane ids the agent's processors own: they refresh those themselves. */
+  ownedLanes?: readonly string[];
 }
 
 export class InputRejectedError extends Error {
   override name = 'InputRejectedError';
 }
+
+/**
+ * A state signal identical to its lane's latest state. The update validator refuses it with this message, so a
+ * skipped state never reaches history; the client turns it into `{ action: 'skipped', reason: 'unchanged' }`.
+ */
+export class UnchangedStateError extends Error {
+  override name = 'UnchangedStateError';
+  constructor(
+    readonly laneId: string,
+    readonly version: number,
+  ) {
+    super(`${UNCHANGED_STATE_PREFIX} lane "${laneId}" is at version ${version} with this cacheKey and mode.`);
+  }
+}
+export const UNCHANGED_STATE_PREFIX = 'Unchanged state:';
 
 export function emptySnapshot(resourceId: string, threadId: string): ThreadSnapshot {
   return {
@@ -201,6 +256,15 @@ export class ThreadState {
   validate(input: ThreadInput): void {
     if (this.remembered.has(input.id)) return;
     const { run } = this.s;
+    const lanes = this.s.lanes ?? {};
+    if (input.state && isUnchanged(lanes[input.state.laneId], input.state)) {
+      throw new UnchangedStateError(input.state.laneId, lanes[input.state.laneId]!.tracking.version);
+    }
+    if (input.state && !lanes[input.state.laneId] && Object.keys(lanes).length >= this.config.maxLanes) {
+      throw new InputRejectedError(
+        `The thread has ${this.config.maxLanes} state lanes; a state for lane "${input.state.laneId}" would add one. Reuse a lane id or raise maxLanes.`,
+      );
+    }
     if (input.delivery === 'queue' && run && this.s.queue.length >= this.config.maxQueueLength) {
       throw new InputRejectedError(
         `The thread's queue is full (${this.config.maxQueueLength} queued runs). Wait for a run to finish or raise maxQueueLength.`,
@@ -217,9 +281,38 @@ export class ThreadState {
   accept(input: ThreadInput): InputResult {
     const previous = this.remembered.get(input.id);
     if (previous) return { ...previous, duplicate: true };
-    const result = this.route(input);
+    const result = input.state ? this.acceptState(input) : this.route(input);
     this.remember(input.id, result);
     return result;
+  }
+
+  /**
+   * A state signal (SPEC §3.1): skipped when the lane's latest state has the same cacheKey and mode; otherwise
+   * routed like any signal, and the lane's tracking is committed only if the thread took it (not when discarded).
+   */
+  private acceptState(input: ThreadInput): InputResult {
+    const state = input.state!;
+    const lanes = (this.s.lanes ??= {});
+    const lane = lanes[state.laneId];
+    if (isUnchanged(lane, state)) {
+      return {
+        accepted: true,
+        action: 'skipped',
+        reason: 'unchanged',
+        signalId: input.id,
+        version: lane!.tracking.version,
+      };
+    }
+    const version = nextVersion(lane, state);
+    const stamped: ThreadInput = { ...input, metadata: { ...input.metadata, state: { ...state, version } } };
+    const result = this.route(stamped);
+    if (result.action === 'discard') return result;
+    const at = this.clock.now();
+    const accepted = toInputMessage({ input: stamped, acceptedAt: at }, result.runId);
+    const next = recordState(lane, accepted, at, this.config.maxLaneDeltas);
+    lanes[state.laneId] = next;
+    this.emit('state-updated', { ...laneView(state.laneId, next), signalId: input.id, action: result.action });
+    return { ...result, version };
   }
 
   private route(input: ThreadInput): InputResult {
@@ -363,9 +456,13 @@ export class ThreadState {
    * Moves the inputs accepted since the last step into the conversation, each as its own turn, echoed to
    * subscribers where it enters the model's context, and returns what the step activity needs.
    */
-  planStep(): StepPlan {
+  planStep(options: StepOptions = {}): StepPlan {
     const run = this.s.run;
     if (!run) throw new Error('planStep called without an active run');
+    const window = { ...this.config.contextWindow, ...options.contextWindow };
+    const owned = new Set(options.ownedLanes ?? []);
+    this.s.stepSeq += 1;
+    this.refreshLanes(run, window, owned);
     const transient: InputMessage[] = [];
     for (const accepted of run.pending.splice(0)) {
       const message = toInputMessage(accepted, run.runId);
@@ -375,22 +472,68 @@ export class ThreadState {
     }
     run.interruptRequested = false;
     run.stepNumber += 1;
-    this.s.stepSeq += 1;
-    return {
+    const messages = selectWindow(this.s.messages, window);
+    const lanes: StepLane[] = [];
+    for (const [laneId, lane] of Object.entries(this.s.lanes ?? {})) {
+      lane.tracking.activeCopies = laneMessagesIn(messages, laneId).length;
+      if (!owned.has(laneId)) continue;
+      const hasSnapshot = windowHasSnapshot(messages, laneId, lane);
+      const stepLane: StepLane = { laneId, tracking: { ...lane.tracking }, hasSnapshot };
+      if (!hasSnapshot && lane.lastSnapshot) {
+        stepLane.lastSnapshot = lane.lastSnapshot;
+        stepLane.deltasSinceSnapshot = lane.deltasSinceSnapshot;
+      }
+      lanes.push(stepLane);
+    }
+    const plan: StepPlan = {
       runId: run.runId,
       agentId: run.agentId,
       stepNumber: run.stepNumber,
       stepKey: `${this.s.stepSeq}`,
-      messages: selectWindow(this.s.messages, this.config.contextWindow),
+      messages,
       transient,
       preEvents: this.takeOutbox(),
       streamOptions: run.streamOptions,
     };
+    if (lanes.length > 0) plan.lanes = lanes;
+    return plan;
+  }
+
+  /**
+   * The model always sees every lane's current state: a lane whose latest snapshot would fall outside this step's
+   * window gets a copy of it (and of the deltas since) appended before the step's new inputs, at the same version.
+   * Lanes a processor owns are left to it (`contextWindow.hasSnapshot` tells it to re-emit).
+   */
+  private refreshLanes(run: RunState, window: ContextWindowConfig, owned: ReadonlySet<string>): void {
+    const lanes = Object.entries(this.s.lanes ?? {}).filter(([id, lane]) => !owned.has(id) && lane.lastSnapshot);
+    if (lanes.length === 0) return;
+    const upcoming = run.pending.filter((p) => !p.input.transient).map((p) => toInputMessage(p, run.runId));
+    const seen = selectWindow([...this.s.messages, ...upcoming], window);
+    for (const [laneId, lane] of lanes) {
+      if (windowHasSnapshot(seen, laneId, lane)) continue;
+      for (const copy of refreshCopies(lane, `${this.s.stepSeq}`, run.runId, this.clock.now())) {
+        this.append(copy);
+        this.emit(echoType(copy), { ...(echoPayload(copy, 'deliver') as object), refreshed: true }, run.runId);
+      }
+    }
   }
 
   /** Records a finished step's message. Returns the tool calls to run (none → the step ended the model's turn). */
   completeStep(plan: StepPlan, result: StepResult): void {
-    for (const signal of result.signals ?? []) this.append(signal);
+    for (const signal of result.signals ?? []) {
+      this.append(signal);
+      const state = stateOf(signal);
+      if (!state || state.refreshOf) continue;
+      // A processor-computed state (SPEC §3.2): the step already deduped and versioned it; record it.
+      const lanes = (this.s.lanes ??= {});
+      const next = recordState(lanes[state.laneId], signal, this.clock.now(), this.config.maxLaneDeltas);
+      lanes[state.laneId] = next;
+      this.emit(
+        'state-updated',
+        { ...laneView(state.laneId, next), signalId: signal.id, action: 'deliver' },
+        plan.runId,
+      );
+    }
     if (result.content.length > 0) {
       const message: AssistantMessage = {
         id: `a:${plan.stepKey}`,
@@ -511,6 +654,7 @@ export class ThreadState {
       })),
       messageCount: this.s.messages.length,
       runsCompleted: this.s.runsCompleted,
+      lanes: Object.entries(this.s.lanes ?? {}).map(([id, lane]) => laneView(id, lane)),
     };
   }
 }
@@ -530,6 +674,7 @@ export interface ThreadView {
   queue: { runId: string; agentId: string; inputIds: string[] }[];
   messageCount: number;
   runsCompleted: number;
+  lanes: (LaneTracking & { id: string; value?: unknown })[];
 }
 
 function toInputMessage(accepted: PendingInput, runId: string | undefined): InputMessage {

@@ -37,6 +37,7 @@ import {
   threadMessagesQuery,
   threadStateQuery,
 } from './definitions';
+import type { AgentProfile } from './agent-profile';
 import type { StepResult, ToolResultPart } from './messages';
 import { threadKey } from './ids';
 import {
@@ -46,6 +47,7 @@ import {
   type StepPlan,
   type ThreadConfigInput,
   type ThreadSnapshot,
+  UnchangedStateError,
 } from './thread-state';
 
 type Activities = ReturnType<typeof createActivities>;
@@ -84,6 +86,10 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     startToCloseTimeout: config.tool.startToCloseTimeoutMs,
     retry: { maximumAttempts: config.tool.maxAttempts },
   });
+  const { describeAgent } = proxyLocalActivities<Activities>({
+    startToCloseTimeout: '10 seconds',
+    retry: { maximumAttempts: 3, initialInterval: '100 milliseconds' },
+  });
   const publishRetry = { maximumAttempts: 20, initialInterval: '200 milliseconds', maximumInterval: '5 seconds' };
   const { publishEvents: publishEventsLocally } = proxyLocalActivities<Activities>({
     startToCloseTimeout: '30 seconds',
@@ -114,6 +120,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     try {
       thread.validate(input);
     } catch (err) {
+      if (err instanceof UnchangedStateError) return; // skipped: the lane already has this state
       log.warn(`Dropped ${name} input ${input.id}`, { error: (err as Error).message });
       return;
     }
@@ -234,13 +241,31 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     }
   };
 
+  // Asked once per agent per execution (a deploy that changes an agent reaches threads at their next execution).
+  // A local activity: no side effect, no extra round trip. Histories recorded before profiles existed skip it.
+  const profiles = new Map<string, AgentProfile | null>();
+  const profileOf = async (agentId: string): Promise<AgentProfile | null> => {
+    if (!patched('agent-profile')) return null;
+    if (!profiles.has(agentId)) {
+      let profile: AgentProfile | null = null;
+      try {
+        profile = await describeAgent(agentId);
+      } catch (err) {
+        log.warn('Could not describe the agent; using the thread defaults', { agentId, error: (err as Error).message });
+      }
+      profiles.set(agentId, profile);
+    }
+    return profiles.get(agentId) ?? null;
+  };
+
   const step = async (): Promise<void> => {
     const run = thread.run!;
     if (run.abortRequested) {
       thread.abortRun();
       return;
     }
-    const plan = thread.planStep();
+    const profile = await profileOf(run.agentId);
+    const plan = thread.planStep({ contextWindow: profile?.contextWindow, ownedLanes: profile?.ownedLanes });
     let result: StepResult;
     try {
       // An interrupt or an abort cancels the model call: the provider request is aborted by the activity.
