@@ -17,12 +17,29 @@ export interface ToolContext {
   toolCallId: string;
   /** Aborted when the run is aborted or the worker shuts down. */
   abortSignal: AbortSignal;
+  /** What the approver passed with `sendToolApproval({ resumeData })`, for a tool that required approval. */
+  resumeData?: unknown;
+}
+
+/** Where a tool call's approval is decided: the call's input and its thread. */
+export interface ApprovalContext {
+  resourceId: string;
+  threadId: string;
+  runId: string;
+  toolCallId: string;
 }
 
 export interface AgentTool<I = unknown, O = unknown> {
   description: string;
   inputSchema: z.ZodType<I>;
   execute(input: I, context: ToolContext): O | Promise<O>;
+  /**
+   * The run parks until a human approves or declines the call (SPEC §2.4): `true`, or a predicate on the call's
+   * input (e.g. only for protected branches).
+   */
+  requireApproval?: boolean | ((input: I, context: ApprovalContext) => boolean | Promise<boolean>);
+  /** How long a call waits for approval before it is declined (default: the thread's `approvalTimeoutMs`, or forever). */
+  approvalTimeoutMs?: number;
 }
 
 /** The conversation a processor sees: the step's context window, with every input's metadata. */

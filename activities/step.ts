@@ -142,6 +142,7 @@ export async function runStep(deps: StepDeps, input: StepInput): Promise<StepRes
     await out.flush().catch(() => undefined);
     throw toFailure(streamError);
   }
+  await markApprovals(agent, input, toolCalls);
   out.push('step-finish', { stepNumber: input.stepNumber, finishReason, usage });
   await out.flush();
   return {
@@ -151,6 +152,29 @@ export async function runStep(deps: StepDeps, input: StepInput): Promise<StepRes
     finishReason,
     usage,
   };
+}
+
+/** Marks the calls whose tool requires approval (SPEC §2.4); the workflow parks the run on them. */
+async function markApprovals(agent: AgentDefinition, input: StepInput, calls: ToolCall[]): Promise<void> {
+  for (const call of calls) {
+    const tool = agent.tools?.[call.toolName];
+    const rule = tool?.requireApproval;
+    if (!rule) continue;
+    let required = rule === true;
+    if (typeof rule === 'function') {
+      const parsed = tool.inputSchema.safeParse(call.input);
+      // An input the tool would refuse needs no approval: it fails with an error result the model reads.
+      required = parsed.success
+        ? await rule(parsed.data, {
+            resourceId: input.resourceId,
+            threadId: input.threadId,
+            runId: input.runId,
+            toolCallId: call.toolCallId,
+          })
+        : false;
+    }
+    if (required) call.approval = tool.approvalTimeoutMs !== undefined ? { timeoutMs: tool.approvalTimeoutMs } : {};
+  }
 }
 
 /**

@@ -16,6 +16,8 @@ export interface ToolInput {
   runId: string;
   agentId: string;
   call: ToolCall;
+  /** From `sendToolApproval({ resumeData })`, for a tool that required approval. */
+  resumeData?: unknown;
 }
 
 export interface ToolDeps {
@@ -47,6 +49,7 @@ export async function runTool(deps: ToolDeps, input: ToolInput): Promise<ToolRes
           runId: input.runId,
           toolCallId: call.toolCallId,
           abortSignal: ctx.cancellationSignal,
+          ...(input.resumeData !== undefined ? { resumeData: input.resumeData } : {}),
         });
         result = { ...base, output: output ?? null };
       } catch (err) {

@@ -12,13 +12,14 @@ import {
   isGrpcServiceError,
 } from '@temporalio/client';
 import type { EventBus } from './bus/types';
-import { ConflictError, ThreadlineError, ValidationError } from './errors';
+import { ConflictError, NotFoundError, ThreadlineError, ValidationError } from './errors';
 import { messageInput, signalInput, stateInput, type IngressLimits, type SendTarget } from './inputs';
 import {
   cancelQueuedRequestSchema,
   defaultLimits,
   describeZodError,
   threadTargetSchema,
+  toolApprovalSchema,
   type InputResult,
   type MessageInput,
   type SignalInput,
@@ -31,6 +32,7 @@ import { subscribe, type SubscribeOptions, type ThreadSubscription } from './sub
 import { threadKey } from '../workflows/ids';
 import {
   abortThreadUpdate,
+  approveToolUpdate,
   cancelQueuedUpdate,
   submitInputUpdate,
   threadMessagesQuery,
@@ -42,6 +44,8 @@ import {
   type AbortResult,
   type ThreadConfigInput,
   type ThreadView,
+  type ToolApproval,
+  type ToolApprovalResult,
 } from '../workflows/thread-state';
 import type { threadWorkflow } from '../workflows/thread';
 
@@ -193,6 +197,26 @@ export class ThreadlineClient {
     return (await this.control(target, cancelQueuedUpdate, parsed.data)) ?? { cancelledSignalIds: [] };
   }
 
+  /**
+   * Approves or declines the tool call a run is parked on (SPEC §2.4). Unknown thread or tool call → NotFoundError
+   * (404); a call already decided → ConflictError (409).
+   */
+  async sendToolApproval(target: ThreadTarget & ToolApproval): Promise<ToolApprovalResult> {
+    const { resourceId, threadId, ...approval } = target;
+    const parsed = toolApprovalSchema.safeParse(approval);
+    if (!parsed.success) throw new ValidationError(`Invalid tool approval: ${describeZodError(parsed.error)}`);
+    try {
+      const result = await this.control({ resourceId, threadId }, approveToolUpdate, parsed.data);
+      if (!result) throw new NotFoundError(`No thread ${resourceId}/${threadId}: nothing waits for an approval.`);
+      return result;
+    } catch (err) {
+      const message = (err as Error).message;
+      if (message.startsWith('Unknown tool call')) throw new NotFoundError(message, { cause: err });
+      if (message.startsWith('Tool call already decided')) throw new ConflictError(message, { cause: err });
+      throw err;
+    }
+  }
+
   /** A control update on an existing thread; `null` when the thread does not exist (nothing to control). */
   private async control<R, A>(target: ThreadTarget, update: UpdateDefinition<R, [A]>, request: A): Promise<R | null> {
     const parsedTarget = threadTargetSchema.safeParse({ resourceId: target.resourceId, threadId: target.threadId });
@@ -293,6 +317,11 @@ export class AgentClient {
   /** Stops the active run (its model call and tools are cancelled). Queued runs go next unless `clearPendingSignals`. */
   abortThread(target: ThreadTarget & { clearPendingSignals?: boolean }): Promise<AbortResult> {
     return this.client.abortThread(target);
+  }
+
+  /** Approves or declines a tool call the run is parked on; the answer continues on the existing subscriptions. */
+  sendToolApproval(target: ThreadTarget & ToolApproval): Promise<ToolApprovalResult> {
+    return this.client.sendToolApproval(target);
   }
 
   /** Removes not-yet-started queued messages; returns the ids actually removed. */

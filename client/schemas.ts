@@ -260,6 +260,17 @@ export const threadInputSchema = z
   });
 export type ThreadInput = z.infer<typeof threadInputSchema>;
 
+/** `sendToolApproval` (SPEC §2.4), as the workflow's `approveTool` update receives it. */
+export const toolApprovalSchema = z
+  .object({
+    toolCallId: idString,
+    approved: z.boolean(),
+    resumeData: z.unknown().optional(),
+    declineReason: z.string().min(1).max(4_000).optional(),
+  })
+  .strict();
+export type ToolApprovalInput = z.infer<typeof toolApprovalSchema>;
+
 export const abortRequestSchema = z.object({ clearPendingSignals: z.boolean().optional() }).strict();
 export const cancelQueuedRequestSchema = z
   .object({ signalIds: z.array(idString).min(1, 'name at least one signal id').max(1_000) })

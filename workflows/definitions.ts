@@ -6,7 +6,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { InputResult, ThreadInput } from '../client/schemas';
 import type { StoredMessage } from './messages';
-import type { AbortResult, ThreadView } from './thread-state';
+import type { AbortResult, ThreadView, ToolApproval, ToolApprovalResult } from './thread-state';
 
 /** Fire-and-forget message: joins the active run at the next step boundary, or wakes the thread. */
 export const sendMessageSignal = defineSignal<[ThreadInput]>('sendMessage');
@@ -25,6 +25,9 @@ export const abortThreadUpdate = defineUpdate<AbortResult, [{ clearPendingSignal
 export const cancelQueuedUpdate = defineUpdate<{ cancelledSignalIds: string[] }, [{ signalIds: string[] }]>(
   'cancelQueued',
 );
+
+/** Approves or declines a tool call the run is parked on (SPEC §2.4). Unknown → rejected; decided → rejected. */
+export const approveToolUpdate = defineUpdate<ToolApprovalResult, [ToolApproval]>('approveTool');
 
 export const threadStateQuery = defineQuery<ThreadView>('threadState');
 

@@ -53,6 +53,8 @@ export interface ToolCall {
   toolCallId: string;
   toolName: string;
   input: unknown;
+  /** Set by the step when the tool requires approval (SPEC §2.4): the run parks until a human decides. */
+  approval?: { timeoutMs?: number };
 }
 
 export interface StepUsage {

@@ -15,6 +15,7 @@ import type {
   AssistantMessage,
   ContextWindowConfig,
   InputMessage,
+  ToolCall,
   StepResult,
   StoredMessage,
   ToolMessage,
@@ -48,6 +49,8 @@ export interface ThreadConfig {
   maxStoredMessages: number;
   /** Model steps per run before it stops asking the model (tool loops); pending user inputs still get answered. */
   maxStepsPerRun: number;
+  /** How long a tool call waits for approval before it is declined (undefined: forever). A tool may set its own. */
+  approvalTimeoutMs?: number;
   /** State lanes per thread; a state for a new lane beyond this is refused. */
   maxLanes: number;
   /** Deltas kept per lane since its latest snapshot (the oldest dropped first: send a snapshot now and then). */
@@ -108,6 +111,56 @@ export interface RunState {
   interruptRequested: boolean;
   /** `abortThread` arrived: cancel the model call and tools, end the run. */
   abortRequested?: boolean;
+  /** The step's tool calls, parked until every call that needs approval is decided (SPEC §2.4). */
+  toolWait?: ToolWait;
+}
+
+export type ApprovalStatus = 'waiting' | 'approved' | 'declined';
+
+export interface ParkedToolCall {
+  call: ToolCall;
+  /** Absent for calls that need no approval: they run with the others once every approval is decided. */
+  approval?: {
+    status: ApprovalStatus;
+    requestedAt: number;
+    expiresAt?: number;
+    declineReason?: string;
+    resumeData?: unknown;
+  };
+}
+
+export interface ToolWait {
+  stepKey: string;
+  stepNumber: number;
+  calls: ParkedToolCall[];
+}
+
+/** `sendToolApproval` (SPEC §2.4). */
+export interface ToolApproval {
+  toolCallId: string;
+  approved: boolean;
+  resumeData?: unknown;
+  declineReason?: string;
+}
+
+export interface ToolApprovalResult {
+  accepted: true;
+  toolCallId: string;
+  runId: string;
+  status: 'approved' | 'declined';
+}
+
+export const DEFAULT_DECLINE_REASON = 'Tool call was not approved by the user';
+
+/** Thrown by the approval validator; the message prefix tells the client which HTTP status it is. */
+export class ApprovalRejectedError extends Error {
+  override name = 'ApprovalRejectedError';
+  constructor(
+    readonly kind: 'not-found' | 'conflict',
+    message: string,
+  ) {
+    super(`${kind === 'not-found' ? 'Unknown tool call' : 'Tool call already decided'}: ${message}`);
+  }
 }
 
 export interface QueuedRun {
@@ -135,6 +188,8 @@ export interface ThreadSnapshot {
   runsCompleted: number;
   /** State lanes by id (absent in snapshots written before lanes existed). */
   lanes?: Record<string, Lane>;
+  /** Tool call ids whose approval was decided (the newest few hundred): deciding one again is a conflict. */
+  decidedToolCalls?: string[];
 }
 
 export interface ThreadClock {
@@ -244,9 +299,123 @@ export class ThreadState {
     return this.s.run !== null;
   }
 
-  /** The main loop has something to do: a run to step, a queued run to start, events to publish. */
+  /**
+   * The main loop has something to do: a run to step (not one parked on approvals nobody decided yet), a queued run
+   * to start, events to publish.
+   */
   hasWork(): boolean {
-    return this.s.run !== null || this.s.queue.length > 0 || this.s.outbox.length > 0;
+    const { run } = this.s;
+    if (this.s.outbox.length > 0) return true;
+    if (!run) return this.s.queue.length > 0;
+    return !this.isParked() || run.abortRequested === true;
+  }
+
+  /** The run waits for a human to approve or decline a tool call. */
+  isParked(): boolean {
+    return this.s.run?.toolWait?.calls.some((c) => c.approval?.status === 'waiting') === true;
+  }
+
+  /** The earliest approval deadline of the parked run (milliseconds since the epoch), if any has one. */
+  approvalDeadline(): number | undefined {
+    const deadlines = (this.s.run?.toolWait?.calls ?? [])
+      .filter((c) => c.approval?.status === 'waiting' && c.approval.expiresAt !== undefined)
+      .map((c) => c.approval!.expiresAt!);
+    return deadlines.length > 0 ? Math.min(...deadlines) : undefined;
+  }
+
+  /**
+   * Parks the step's tool calls when one needs approval: subscribers get `tool-call-approval` for each, and the run
+   * stays active (deliver inputs wait for it; wakes for other agents queue). Returns whether it parked.
+   */
+  parkTools(plan: StepPlan, result: StepResult): boolean {
+    const run = this.s.run;
+    if (!run || !result.toolCalls.some((c) => c.approval)) return false;
+    const now = this.clock.now();
+    run.toolWait = {
+      stepKey: plan.stepKey,
+      stepNumber: plan.stepNumber,
+      calls: result.toolCalls.map((call): ParkedToolCall => {
+        if (!call.approval) return { call };
+        const timeoutMs = call.approval.timeoutMs ?? this.config.approvalTimeoutMs;
+        const approval: NonNullable<ParkedToolCall['approval']> = { status: 'waiting', requestedAt: now };
+        if (timeoutMs !== undefined) approval.expiresAt = now + timeoutMs;
+        return { call, approval };
+      }),
+    };
+    for (const parked of run.toolWait.calls) {
+      if (!parked.approval) continue;
+      const { toolCallId, toolName, input } = parked.call;
+      this.emit(
+        'tool-call-approval',
+        { toolCallId, toolName, args: input, status: 'waiting', expiresAt: parked.approval.expiresAt },
+        run.runId,
+      );
+    }
+    return true;
+  }
+
+  /** The update validator: throws `ApprovalRejectedError` (404 / 409) without changing anything. */
+  validateApproval(approval: ToolApproval): void {
+    const parked = this.s.run?.toolWait?.calls.find((c) => c.call.toolCallId === approval.toolCallId);
+    if (parked?.approval?.status === 'waiting') return;
+    if (parked?.approval || this.s.decidedToolCalls?.includes(approval.toolCallId)) {
+      throw new ApprovalRejectedError('conflict', `${approval.toolCallId} was already approved or declined.`);
+    }
+    throw new ApprovalRejectedError(
+      'not-found',
+      `${approval.toolCallId}: no run of this thread waits for its approval.`,
+    );
+  }
+
+  /** Records a human's decision; the main loop runs the tools once every approval of the step is decided. */
+  decideApproval(approval: ToolApproval): ToolApprovalResult {
+    this.validateApproval(approval);
+    const run = this.s.run!;
+    const parked = run.toolWait!.calls.find((c) => c.call.toolCallId === approval.toolCallId)!;
+    const status = approval.approved ? 'approved' : 'declined';
+    this.settleApproval(parked, status, approval.declineReason, approval.resumeData);
+    return { accepted: true, toolCallId: approval.toolCallId, runId: run.runId, status };
+  }
+
+  /** Declines every waiting approval whose deadline passed (`now` from the workflow clock). */
+  expireApprovals(): void {
+    const now = this.clock.now();
+    for (const parked of this.s.run?.toolWait?.calls ?? []) {
+      const a = parked.approval;
+      if (a?.status === 'waiting' && a.expiresAt !== undefined && a.expiresAt <= now) {
+        this.settleApproval(parked, 'declined', 'Tool call approval timed out');
+      }
+    }
+  }
+
+  private settleApproval(
+    parked: ParkedToolCall,
+    status: 'approved' | 'declined',
+    declineReason?: string,
+    resumeData?: unknown,
+  ): void {
+    const a = parked.approval!;
+    a.status = status;
+    if (status === 'declined') a.declineReason = declineReason ?? DEFAULT_DECLINE_REASON;
+    if (resumeData !== undefined) a.resumeData = resumeData;
+    const decided = (this.s.decidedToolCalls ??= []);
+    decided.push(parked.call.toolCallId);
+    if (decided.length > 500) decided.splice(0, decided.length - 500);
+    const { toolCallId, toolName, input } = parked.call;
+    this.emit(
+      'tool-call-approval',
+      { toolCallId, toolName, args: input, status, ...(a.declineReason ? { declineReason: a.declineReason } : {}) },
+      this.s.run!.runId,
+    );
+  }
+
+  /** The parked calls, once every approval is decided: taken off the run for the main loop to execute. */
+  takeDecidedTools(): ToolWait | null {
+    const run = this.s.run;
+    if (!run?.toolWait || this.isParked()) return null;
+    const wait = run.toolWait;
+    delete run.toolWait;
+    return wait;
   }
 
   /**
@@ -420,6 +589,22 @@ export class ThreadState {
   abortRun(): void {
     const run = this.s.run;
     if (!run) return;
+    // Parked tool calls get a result, so the conversation stays valid for the provider (every call answered).
+    if (run.toolWait) {
+      const results = run.toolWait.calls.map(({ call }): ToolResultPart => {
+        const result: ToolResultPart = {
+          type: 'tool-result',
+          toolCallId: call.toolCallId,
+          toolName: call.toolName,
+          output: `Tool ${call.toolName} did not run: the run was aborted`,
+          isError: true,
+        };
+        this.emit('tool-result', result, run.runId);
+        return result;
+      });
+      this.recordToolResults({ stepKey: run.toolWait.stepKey, runId: run.runId }, results);
+      delete run.toolWait;
+    }
     this.emit('abort', { runId: run.runId, steps: run.stepNumber }, run.runId);
     this.s.run = null;
     this.s.runsCompleted += 1;
@@ -547,7 +732,7 @@ export class ThreadState {
     }
   }
 
-  recordToolResults(plan: StepPlan, results: ToolResultPart[]): void {
+  recordToolResults(plan: Pick<StepPlan, 'stepKey' | 'runId'>, results: ToolResultPart[]): void {
     if (results.length === 0) return;
     const message: ToolMessage = {
       id: `t:${plan.stepKey}`,
@@ -568,7 +753,7 @@ export class ThreadState {
    * Whether the run asks the model again: it does while tool results or inputs wait for an answer.
    * Every input accepted before this call is answered by this run; anything accepted after starts the next.
    */
-  shouldContinue(result: StepResult | null): boolean {
+  shouldContinue(result: Pick<StepResult, 'toolCalls'> | null): boolean {
     const run = this.s.run;
     if (!run) return false;
     if (run.pending.length > 0) return true;
@@ -645,7 +830,23 @@ export class ThreadState {
       threadId: this.s.threadId,
       status: run ? 'active' : 'idle',
       activeRun: run
-        ? { runId: run.runId, agentId: run.agentId, stepNumber: run.stepNumber, pendingInputs: run.pending.length }
+        ? {
+            runId: run.runId,
+            agentId: run.agentId,
+            stepNumber: run.stepNumber,
+            pendingInputs: run.pending.length,
+            status: this.isParked() ? 'awaiting-approval' : 'running',
+            approvals: (run.toolWait?.calls ?? [])
+              .filter((c) => c.approval)
+              .map((c) => ({
+                toolCallId: c.call.toolCallId,
+                toolName: c.call.toolName,
+                args: c.call.input,
+                status: c.approval!.status,
+                requestedAt: c.approval!.requestedAt,
+                ...(c.approval!.expiresAt !== undefined ? { expiresAt: c.approval!.expiresAt } : {}),
+              })),
+          }
         : null,
       queue: this.s.queue.map((q) => ({
         runId: q.runId,
@@ -670,7 +871,21 @@ export interface ThreadView {
   resourceId: string;
   threadId: string;
   status: 'active' | 'idle';
-  activeRun: { runId: string; agentId: string; stepNumber: number; pendingInputs: number } | null;
+  activeRun: {
+    runId: string;
+    agentId: string;
+    stepNumber: number;
+    pendingInputs: number;
+    status: 'running' | 'awaiting-approval';
+    approvals: {
+      toolCallId: string;
+      toolName: string;
+      args: unknown;
+      status: ApprovalStatus;
+      requestedAt: number;
+      expiresAt?: number;
+    }[];
+  } | null;
   queue: { runId: string; agentId: string; inputIds: string[] }[];
   messageCount: number;
   runsCompleted: number;

@@ -25,10 +25,12 @@ import {
   cancelQueuedRequestSchema,
   describeZodError,
   threadInputSchema,
+  toolApprovalSchema,
   type ThreadInput,
 } from '../client/schemas';
 import {
   abortThreadUpdate,
+  approveToolUpdate,
   cancelQueuedUpdate,
   queueMessageSignal,
   sendMessageSignal,
@@ -38,14 +40,16 @@ import {
   threadStateQuery,
 } from './definitions';
 import type { AgentProfile } from './agent-profile';
-import type { StepResult, ToolResultPart } from './messages';
+import type { StepResult, ToolCall, ToolResultPart } from './messages';
 import { threadKey } from './ids';
 import {
   emptySnapshot,
   resolveThreadConfig,
   ThreadState,
+  type RunState,
   type StepPlan,
   type ThreadConfigInput,
+  type ToolWait,
   type ThreadSnapshot,
   UnchangedStateError,
 } from './thread-state';
@@ -159,6 +163,19 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     },
     { validator: (request) => validateControl(cancelQueuedRequestSchema, request) },
   );
+  setHandler(
+    approveToolUpdate,
+    (approval) => {
+      updatesSeen += 1;
+      return thread.decideApproval(approval);
+    },
+    {
+      validator: (raw) => {
+        validateControl(toolApprovalSchema, raw);
+        thread.validateApproval(raw);
+      },
+    },
+  );
   setHandler(threadStateQuery, () => thread.view());
   setHandler(threadMessagesQuery, ({ limit = 50, before } = {}) => {
     const all = thread.messages;
@@ -195,32 +212,70 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     }
   };
 
+  type ToolStep = Pick<StepPlan, 'runId' | 'agentId' | 'stepKey'>;
+
+  /**
+   * One tool call as its own activity. A call that failed for good (timed out, retries used up) or was cancelled by
+   * an abort is an error result the model reads: every tool call keeps its result, and the workflow never fails.
+   */
+  const runOneTool = async (
+    plan: ToolStep,
+    call: ToolCall,
+    cancelWhen: () => boolean,
+    resumeData?: unknown,
+  ): Promise<ToolResultPart> => {
+    try {
+      return await cancellable(cancelWhen, () =>
+        runTool({
+          threadKey: key,
+          runId: plan.runId,
+          agentId: plan.agentId,
+          call,
+          ...thread.key,
+          ...(resumeData !== undefined ? { resumeData } : {}),
+        }),
+      );
+    } catch (err) {
+      const reason = isCancellation(err)
+        ? 'the run was aborted'
+        : (((err as Error).cause as Error | undefined)?.message ?? (err as Error).message);
+      return toolError(plan, call, `Tool ${call.toolName} failed: ${reason}`);
+    }
+  };
+
+  const toolError = (plan: ToolStep, call: ToolCall, output: string): ToolResultPart => {
+    const failed: ToolResultPart = {
+      type: 'tool-result',
+      toolCallId: call.toolCallId,
+      toolName: call.toolName,
+      output,
+      isError: true,
+    };
+    thread.emit('tool-result', failed, plan.runId);
+    return failed;
+  };
+
   const runToolCalls = async (plan: StepPlan, result: StepResult, cancelWhen: () => boolean): Promise<void> => {
+    const results = await Promise.all(result.toolCalls.map((call) => runOneTool(plan, call, cancelWhen)));
+    thread.recordToolResults(plan, results);
+  };
+
+  /** The step's parked calls, every approval decided: approved ones and those that needed none run; declined ones answer. */
+  const runDecidedTools = async (run: RunState, wait: ToolWait): Promise<void> => {
+    const plan: ToolStep = { runId: run.runId, agentId: run.agentId, stepKey: wait.stepKey };
     const results = await Promise.all(
-      result.toolCalls.map(async (call): Promise<ToolResultPart> => {
-        try {
-          return await cancellable(cancelWhen, () =>
-            runTool({ threadKey: key, runId: plan.runId, agentId: plan.agentId, call, ...thread.key }),
-          );
-        } catch (err) {
-          // A tool activity that failed for good (timed out, retries used up) or was cancelled by an abort is an
-          // error result the model reads: every tool call keeps its result, and the thread's workflow never fails.
-          const reason = isCancellation(err)
-            ? 'the run was aborted'
-            : (((err as Error).cause as Error | undefined)?.message ?? (err as Error).message);
-          const failed: ToolResultPart = {
-            type: 'tool-result',
-            toolCallId: call.toolCallId,
-            toolName: call.toolName,
-            output: `Tool ${call.toolName} failed: ${reason}`,
-            isError: true,
-          };
-          thread.emit('tool-result', failed, plan.runId);
-          return failed;
-        }
-      }),
+      wait.calls.map(({ call, approval }) =>
+        approval?.status === 'declined'
+          ? Promise.resolve(toolError(plan, call, approval.declineReason!))
+          : runOneTool(plan, call, () => run.abortRequested === true, approval?.resumeData),
+      ),
     );
     thread.recordToolResults(plan, results);
+    if (run.abortRequested) {
+      thread.abortRun();
+      return;
+    }
+    if (!thread.shouldContinue({ toolCalls: wait.calls.map((c) => c.call) })) thread.finishRun('max-steps');
   };
 
   /**
@@ -264,6 +319,11 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       thread.abortRun();
       return;
     }
+    const decided = thread.takeDecidedTools();
+    if (decided) {
+      await runDecidedTools(run, decided);
+      return;
+    }
     const profile = await profileOf(run.agentId);
     const plan = thread.planStep({ contextWindow: profile?.contextWindow, ownedLanes: profile?.ownedLanes });
     let result: StepResult;
@@ -290,6 +350,8 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       return;
     }
     thread.completeStep(plan, result);
+    // A tool that needs approval parks the run (SPEC §2.4); the main loop resumes it once a human decided.
+    if (thread.parkTools(plan, result)) return;
     if (result.toolCalls.length > 0) {
       // Tools finish even when interrupted (their results belong to the step); only an abort cancels them.
       await runToolCalls(plan, result, () => run.abortRequested === true);
@@ -303,11 +365,16 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     }
   };
 
+  const ready = () => thread.hasWork() || wantsContinueAsNew();
   for (;;) {
-    await condition(() => thread.hasWork() || wantsContinueAsNew());
+    const deadline = thread.approvalDeadline();
+    // A parked run with an approval timeout waits on a durable timer: the decline happens even after restarts.
+    if (deadline === undefined) await condition(ready);
+    else await condition(ready, Math.max(1, deadline - workflowNow()));
+    thread.expireApprovals();
     if (wantsContinueAsNew()) break;
     if (!thread.run && thread.startNextQueued()) continue;
-    if (thread.run) await step();
+    if (thread.run && (!thread.isParked() || thread.run.abortRequested)) await step();
     else await publish();
   }
 

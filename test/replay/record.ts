@@ -38,7 +38,21 @@ const agent = defineAgent({
       inputSchema: z.object({ a: z.number(), b: z.number() }),
       execute: ({ a, b }) => a + b,
     },
+    wipe: {
+      description: 'Wipes a scratch folder.',
+      inputSchema: z.object({ folder: z.string() }),
+      requireApproval: true,
+      execute: ({ folder }) => `wiped ${folder}`,
+    },
   },
+  processors: [
+    {
+      id: 'clock-lane',
+      stateId: 'clock',
+      computeStateSignal: (args) =>
+        args.contextWindow.hasSnapshot ? undefined : { mode: 'snapshot', cacheKey: 'noon', contents: 'It is noon.' },
+    },
+  ],
 });
 
 const server = await startDevServer({ cliPath: await locateTemporalCli(), port: 0, headless: true });
@@ -108,6 +122,32 @@ await a.sendSignal({ type: 'reactive', contents: 'remember this' }, { ...s2, ifA
 await a.abortThread(s2);
 await until('finish');
 
+// State lanes and a tool approval on a third thread.
+const s3 = { resourceId: 'recorder', threadId: 'thread-3' };
+const sub3 = a.subscribeToThread(s3);
+const until3 = async (type: string) => {
+  for await (const e of sub3.stream) if (e.type === type) return;
+};
+await a.sendStateSignal(
+  { id: 'browser', cacheKey: 'A', contents: 'On page A.' },
+  { ...s3, ifIdle: { behavior: 'persist' } },
+);
+await a.sendStateSignal(
+  { id: 'browser', cacheKey: 'A', contents: 'On page A.' },
+  { ...s3, ifIdle: { behavior: 'persist' } },
+);
+// Whatever earlier threads left in the reply queue, this thread's replies follow its own conversation.
+model.setResponder((req) =>
+  req.messages.some((m) => m.role === 'tool')
+    ? { text: 'Wiped.' }
+    : { toolCalls: [{ id: 'wipe-1', name: 'wipe', args: { folder: 'tmp' } }] },
+);
+await a.sendMessage('wipe tmp', s3);
+await until3('tool-call-approval');
+await a.sendStateSignal({ id: 'browser', mode: 'delta', cacheKey: 'B', contents: 'Now on page B.' }, s3);
+await a.sendToolApproval({ ...s3, toolCallId: 'wipe-1', approved: true });
+await until3('finish');
+
 async function oldestHistory(target: { resourceId: string; threadId: string }) {
   const workflowId = threadKey(target.resourceId, target.threadId);
   const executions = [];
@@ -120,6 +160,7 @@ async function oldestHistory(target: { resourceId: string; threadId: string }) {
 for (const [suffix, target] of [
   ['conversation', t],
   ['signals', s2],
+  ['lanes-approval', s3],
 ] as const) {
   const { history, executions } = await oldestHistory(target);
   const path = join(here, 'histories', `${name}-${suffix}.json`);
