@@ -1,14 +1,17 @@
 /**
  * `npm run bench [-- --quick]`: starts its own dev server, model server, worker and client on loopback, runs every
  * benchmark in one process, prints the results as JSON on stdout and writes BENCHMARKS.md.
+ * `npm run bench -- --only=gateway-bus[,interrupt…]` runs just those and prints their JSON (BENCHMARKS.md is left
+ * alone: it needs every result).
  */
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { startBenchEnv } from './env';
+import { startBenchEnv, type BenchEnv } from './env';
 import { benchHistory } from './history';
 import { benchIdleWake } from './idle-wake';
 import { benchInjection } from './injection';
+import { benchGatewayBus, gatewayBusSection } from './gateway-bus';
 import { benchInterrupt } from './interrupt';
 import { renderReport, targets, type BenchResults } from './report';
 import { benchSignalIngest } from './signal-ingest';
@@ -28,6 +31,11 @@ const sizes = quick
         maxSecondsPerCase: 60,
       },
       interrupt: { samples: 5, warmup: 1 },
+      gatewayBus: {
+        firstDelta: { samples: 20, warmup: 3 },
+        fanOut: { subscribers: [1, 100], runs: 2, deltas: 500 },
+        resume: { samples: 10, warmup: 2 },
+      },
     }
   : {
       wake: { samples: 300, warmup: 10 },
@@ -42,9 +50,56 @@ const sizes = quick
         maxSecondsPerCase: 240,
       },
       interrupt: { samples: 30, warmup: 2 },
+      gatewayBus: {
+        firstDelta: { samples: 200, warmup: 10 },
+        fanOut: { subscribers: [1, 100], runs: 5, deltas: 2_000 },
+        resume: { samples: 50, warmup: 3 },
+      },
     };
 const reportPath = fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url));
 const progress = (line: string) => process.stderr.write(`bench: ${line}\n`);
+const only = process.argv
+  .find((arg) => arg.startsWith('--only='))
+  ?.slice('--only='.length)
+  .split(',')
+  .filter(Boolean);
+
+/** Each benchmark by its command-line name (`--only=`), returning its results under their key. */
+const benchmarks = {
+  'idle-wake': async (env: BenchEnv) => {
+    progress(`(a) idle wake: ${sizes.wake.warmup} warm-up + ${sizes.wake.samples} rounds…`);
+    return { idleWake: await benchIdleWake(env, sizes.wake) };
+  },
+  injection: async (env: BenchEnv) => {
+    progress(`(b) active injection: ${sizes.injection.warmup} warm-up + ${sizes.injection.samples} samples…`);
+    return { injection: await benchInjection(env, sizes.injection) };
+  },
+  history: async (env: BenchEnv) => {
+    progress(`(c) history: ${sizes.history.threads} threads × ${sizes.history.turnsPerThread} turns…`);
+    return { history: await benchHistory(env, sizes.history) };
+  },
+  'signal-ingest': async (env: BenchEnv) => {
+    const { ingest: i } = sizes;
+    progress(
+      `(d) signal ingest: ${i.oneThread} to one thread (${i.concurrency} and ${i.belowCapConcurrency} in flight), ` +
+        `${i.manyThreads} over ${i.threads} threads (${i.concurrency} in flight); at most ${i.maxSecondsPerCase} s each…`,
+    );
+    return { signalIngest: await benchSignalIngest(env, i, progress) };
+  },
+  interrupt: async (env: BenchEnv) => {
+    progress(`(e) interrupt: ${sizes.interrupt.warmup} warm-up + ${sizes.interrupt.samples} samples per variant…`);
+    return { interrupt: await benchInterrupt(env, sizes.interrupt) };
+  },
+  'gateway-bus': async (env: BenchEnv) => {
+    progress('(f) gateway and event bus: in-process vs Redis Streams…');
+    return { gatewayBus: await benchGatewayBus(env, sizes.gatewayBus, progress) };
+  },
+};
+
+const unknown = only?.filter((name) => !(name in benchmarks)) ?? [];
+if (unknown.length > 0) {
+  throw new Error(`Unknown benchmark ${unknown.join(', ')}. Known: ${Object.keys(benchmarks).join(', ')}.`);
+}
 
 // The dev server is a child process; exiting (also on Ctrl-C) kills it (see worker/dev-server.ts).
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
@@ -53,44 +108,45 @@ const loadAtStart = os.loadavg();
 progress('starting the dev server, model server and worker…');
 const env = await startBenchEnv();
 try {
-  progress(`(a) idle wake: ${sizes.wake.warmup} warm-up + ${sizes.wake.samples} rounds…`);
-  const idleWake = await benchIdleWake(env, sizes.wake);
-  progress(`(b) active injection: ${sizes.injection.warmup} warm-up + ${sizes.injection.samples} samples…`);
-  const injection = await benchInjection(env, sizes.injection);
-  progress(`(c) history: ${sizes.history.threads} threads × ${sizes.history.turnsPerThread} turns…`);
-  const history = await benchHistory(env, sizes.history);
-  const { ingest: i } = sizes;
-  progress(
-    `(d) signal ingest: ${i.oneThread} to one thread (${i.concurrency} and ${i.belowCapConcurrency} in flight), ` +
-      `${i.manyThreads} over ${i.threads} threads (${i.concurrency} in flight); at most ${i.maxSecondsPerCase} s each…`,
-  );
-  const signalIngest = await benchSignalIngest(env, i, progress);
-  progress(`(e) interrupt: ${sizes.interrupt.warmup} warm-up + ${sizes.interrupt.samples} samples per variant…`);
-  const interrupt = await benchInterrupt(env, sizes.interrupt);
+  if (only) {
+    const selected = {};
+    for (const name of only) Object.assign(selected, await benchmarks[name as keyof typeof benchmarks](env));
+    process.stdout.write(
+      `${JSON.stringify({ quick, loadAverage: { start: loadAtStart, end: os.loadavg() }, ...selected }, null, 2)}\n`,
+    );
+    progress('--only: BENCHMARKS.md left as it was');
+  } else {
+    const { idleWake } = await benchmarks['idle-wake'](env);
+    const { injection } = await benchmarks.injection(env);
+    const { history } = await benchmarks.history(env);
+    const { signalIngest } = await benchmarks['signal-ingest'](env);
+    const { interrupt } = await benchmarks.interrupt(env);
+    const { gatewayBus } = await benchmarks['gateway-bus'](env);
 
-  const results: BenchResults = {
-    machine: {
-      cpu: os.cpus()[0]?.model ?? 'unknown',
-      cores: os.cpus().length,
-      memoryGiB: Math.round(os.totalmem() / 2 ** 30),
-      node: process.version,
-      os: `${os.type()} ${os.release()} ${os.arch()}`,
-      temporalCli: env.cliVersion,
-      temporalDynamicConfig: env.serverConfig,
-      loadAverage: { start: loadAtStart, end: os.loadavg() },
-      date: new Date().toISOString(),
-      command: `npm run bench${quick ? ' -- --quick' : ''}`,
-    },
-    quick,
-    idleWake,
-    injection,
-    history,
-    signalIngest,
-    interrupt,
-  };
-  process.stdout.write(`${JSON.stringify({ ...results, targets }, null, 2)}\n`);
-  await writeFile(reportPath, renderReport(results));
-  progress(`wrote ${reportPath}`);
+    const results: BenchResults = {
+      machine: {
+        cpu: os.cpus()[0]?.model ?? 'unknown',
+        cores: os.cpus().length,
+        memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+        node: process.version,
+        os: `${os.type()} ${os.release()} ${os.arch()}`,
+        temporalCli: env.cliVersion,
+        temporalDynamicConfig: env.serverConfig,
+        loadAverage: { start: loadAtStart, end: os.loadavg() },
+        date: new Date().toISOString(),
+        command: `npm run bench${quick ? ' -- --quick' : ''}`,
+      },
+      quick,
+      idleWake,
+      injection,
+      history,
+      signalIngest,
+      interrupt,
+    };
+    process.stdout.write(`${JSON.stringify({ ...results, gatewayBus, targets }, null, 2)}\n`);
+    await writeFile(reportPath, [renderReport(results), '', ...gatewayBusSection(gatewayBus)].join('\n'));
+    progress(`wrote ${reportPath}`);
+  }
 } finally {
   await env.close();
 }

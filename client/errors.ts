@@ -35,13 +35,35 @@ export class PayloadTooLargeError extends ThreadlineError {
   override readonly status = 413;
 }
 
+/** No API key, or one the gateway does not know. HTTP 401. */
+export class UnauthorizedError extends ThreadlineError {
+  override name = 'UnauthorizedError';
+  override readonly status = 401;
+}
+
 /** The caller may not act on this resource. HTTP 403. */
 export class ForbiddenError extends ThreadlineError {
   override name = 'ForbiddenError';
   override readonly status = 403;
 }
 
+/** Too many requests (rate limit) or too many of something at once (subscribers per thread). HTTP 429. */
+export class RateLimitedError extends ThreadlineError {
+  override name = 'RateLimitedError';
+  override readonly status = 429;
+  /** Seconds after which a retry can succeed, sent as `Retry-After`; undefined when no wait is known to help. */
+  readonly retryAfterSeconds?: number;
+
+  constructor(message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
+    super(message, options);
+    this.retryAfterSeconds = options?.retryAfterSeconds;
+  }
+}
+
 export const isThreadlineError = (e: unknown): e is ThreadlineError => e instanceof ThreadlineError;
 export const isValidationError = (e: unknown): e is ValidationError => e instanceof ValidationError;
 export const isNotFoundError = (e: unknown): e is NotFoundError => e instanceof NotFoundError;
 export const isConflictError = (e: unknown): e is ConflictError => e instanceof ConflictError;
+export const isUnauthorizedError = (e: unknown): e is UnauthorizedError => e instanceof UnauthorizedError;
+export const isForbiddenError = (e: unknown): e is ForbiddenError => e instanceof ForbiddenError;
+export const isRateLimitedError = (e: unknown): e is RateLimitedError => e instanceof RateLimitedError;

@@ -9,14 +9,17 @@ import { NativeConnection } from '@temporalio/worker';
 import { defaultModelName, modelSettingsFromEnv } from '../activities/model';
 import { createBus } from '../client/bus';
 import { connect } from '../client/connect';
+import { describeAccess } from '../client/gateway/auth';
 import { serveGateway } from '../client/gateway/serve';
-import { settingsFromEnv, temporalConnectionOptions } from '../client/settings';
+import { gatewaySettingsFromEnv, settingsFromEnv, temporalConnectionOptions } from '../client/settings';
 import { agents } from './agents';
 import { startDevServer, type DevServer } from './dev-server';
 import { createWorker } from './index';
 import { locateTemporalCli } from './temporal-cli';
 
 const settings = settingsFromEnv();
+// Read before anything starts: a bad key file or limit stops `npm start` at once, not after the dev server is up.
+const gatewaySettings = gatewaySettingsFromEnv();
 const models = modelSettingsFromEnv();
 const modelName = defaultModelName(models);
 
@@ -55,6 +58,7 @@ const client = await connect({
   bus,
   client: new Client({ connection, namespace: settings.temporalNamespace }),
   taskQueue: settings.temporalTaskQueue,
+  limits: { maxInputBytes: settings.maxInputBytes },
 });
 const gateway = await serveGateway({
   client,
@@ -63,6 +67,7 @@ const gateway = await serveGateway({
   port: settings.port,
   hostname: settings.host,
   keepAliveMs: settings.keepAliveMs,
+  ...gatewaySettings,
 });
 
 if (modelName === 'demo') {
@@ -74,6 +79,7 @@ if (modelName === 'demo') {
 }
 console.log(`Bus: ${settings.redisUrl ? `Redis at ${settings.redisUrl}` : 'in-process'}`);
 console.log(`Threadline gateway: ${gateway.url}  (agents: ${agents.map((a) => a.id).join(', ')})`);
+console.log(describeAccess(gatewaySettings.apiKeys, gatewaySettings.apiKeysSource));
 console.log(`Try:
   curl -N ${gateway.url}/api/threads/user_123/thread_456/events &
   curl -s ${gateway.url}/api/agents/${agents[0].id}/send-message -H 'content-type: application/json' \\

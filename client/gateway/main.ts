@@ -6,10 +6,12 @@ import { Client, Connection } from '@temporalio/client';
 import { agents } from '../../worker/agents';
 import { createBus } from '../bus';
 import { connect } from '../connect';
-import { settingsFromEnv, temporalConnectionOptions } from '../settings';
+import { gatewaySettingsFromEnv, settingsFromEnv, temporalConnectionOptions } from '../settings';
+import { describeAccess } from './auth';
 import { serveGateway } from './serve';
 
 const settings = settingsFromEnv();
+const gatewaySettings = gatewaySettingsFromEnv();
 const address = settings.temporalAddress ?? `127.0.0.1:${settings.temporalPort}`;
 if (!settings.redisUrl)
   console.warn('REDIS_URL is not set: this gateway only sees events of workers in its own process.');
@@ -19,6 +21,7 @@ const client = await connect({
   bus,
   client: new Client({ connection, namespace: settings.temporalNamespace }),
   taskQueue: settings.temporalTaskQueue,
+  limits: { maxInputBytes: settings.maxInputBytes },
 });
 const server = await serveGateway({
   client,
@@ -26,8 +29,10 @@ const server = await serveGateway({
   port: settings.port,
   hostname: settings.host,
   keepAliveMs: settings.keepAliveMs,
+  ...gatewaySettings,
 });
 console.log(`threadline gateway: http://${settings.host}:${server.port} (Temporal ${address})`);
+console.log(describeAccess(gatewaySettings.apiKeys, gatewaySettings.apiKeysSource));
 const stop = async () => {
   await server.close();
   await bus.close();

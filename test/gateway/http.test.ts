@@ -232,6 +232,7 @@ describe('sending messages', () => {
       queue: [],
       messageCount: 4,
       runsCompleted: 2,
+      lanes: [],
     });
   });
 

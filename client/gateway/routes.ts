@@ -1,0 +1,306 @@
+/**
+ * Every route of the gateway, one `defineRoute` entry each (see `./route` for what registration checks). To add a
+ * route: add an entry here with its schemas and `thread: 'path' | 'body' | 'none'`; it is then served, its thread
+ * authorized, and it appears in `GET /api/openapi.json`, with nothing else to change. The handler acts on `target`
+ * (already authorized), never on ids it reads from `c` itself.
+ *
+ * @example
+ * defineRoute({
+ *   method: 'post',
+ *   path: '/api/agents/:agentId/state-signals',
+ *   summary: 'Send a state signal to a lane of the thread.',
+ *   thread: 'body', // `'path'` for /api/threads/:resourceId/:threadId/...
+ *   body: threadTargetSchema.extend({ signal: stateSignalSchema }),
+ *   statuses: [409],
+ *   handle: async ({ c, agentId, target, body }) =>
+ *     c.json(await client.agent(agentId).sendStateSignal(body.signal, target)),
+ * }),
+ */
+import { z } from 'zod';
+import type { AgentDefinition } from '../../activities/agent';
+import { defaultModelName, type ModelSettings } from '../../activities/model';
+import type { ThreadlineClient } from '../connect';
+import { NotFoundError, ValidationError } from '../errors';
+import {
+  abortRequestSchema,
+  cancelQueuedRequestSchema,
+  ifActiveSchema,
+  ifIdleSchema,
+  messageSchema,
+  signalSchema,
+  stateSignalSchema,
+  threadTargetSchema,
+  toolApprovalSchema,
+} from '../schemas';
+import { documentedAs, openApiDocument } from './openapi';
+import { defineRoute, type Route } from './route';
+import { streamThread, type StreamDeps } from './sse';
+
+export interface RouteDeps extends StreamDeps {
+  client: ThreadlineClient;
+  agents: readonly AgentDefinition[];
+  models?: ModelSettings;
+}
+
+// `message` and `signal` are validated by the client (`client/inputs.ts`), whose errors name the exact field inside
+// them (a union's parse error would only say "invalid input"); the OpenAPI document still shows their schemas.
+const sendBodySchema = threadTargetSchema.extend({
+  message: documentedAs(z.unknown(), messageSchema),
+  runId: z.string().optional(),
+  ifActive: ifActiveSchema.optional(),
+  ifIdle: ifIdleSchema.optional(),
+});
+
+const signalBodySchema = sendBodySchema.omit({ message: true }).extend({
+  signal: documentedAs(z.unknown(), signalSchema),
+});
+
+const stateSignalBodySchema = sendBodySchema.omit({ message: true }).extend({
+  signal: documentedAs(z.unknown(), stateSignalSchema),
+});
+
+// Mastra's client sends these beside the decision; they have no meaning here and are accepted and ignored.
+const toolApprovalBodySchema = threadTargetSchema.extend(toolApprovalSchema.shape).extend({
+  runId: z.string().optional(),
+  requestContext: z.unknown().optional(),
+  format: z.unknown().optional(),
+});
+
+const subscribeBodySchema = threadTargetSchema.extend({
+  lastEventId: z.string().optional(),
+  hideSignals: z.boolean().optional(),
+});
+
+const eventsQuerySchema = z.object({
+  lastEventId: z.string().optional(),
+  hideSignals: z.enum(['true', 'false']).optional(),
+});
+
+const LIMIT_MESSAGE = 'must be a whole number from 1 to 1000';
+const messagesQuerySchema = z.object({
+  limit: z
+    .string()
+    .regex(/^\d+$/, LIMIT_MESSAGE)
+    .transform(Number)
+    .pipe(z.number().int().min(1, LIMIT_MESSAGE).max(1000, LIMIT_MESSAGE))
+    .optional(),
+  before: z.string().optional(),
+});
+
+const IDEMPOTENCY_HEADER = { 'Idempotency-Key': 'Idempotency key when the input carries no id of its own.' };
+/** Send options carrying the `Idempotency-Key` header's value, when one was sent. */
+const idempotency = (header: string | undefined): { id?: string } => (header ? { id: header } : {});
+
+export function gatewayRoutes(deps: RouteDeps): Route[] {
+  const { client } = deps;
+  let document: object | undefined;
+
+  const routes: Route[] = [
+    defineRoute({
+      method: 'get',
+      path: '/health',
+      summary: 'Liveness: answers while the gateway serves. Needs no API key.',
+      thread: 'none',
+      handle: ({ c }) => c.json({ ok: true }),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/api/openapi.json',
+      summary: 'This OpenAPI 3.1 document, generated from the route table and its zod schemas.',
+      thread: 'none',
+      handle: ({ c }) => c.json((document ??= openApiDocument(routes))),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/api/agents',
+      summary: 'The registered agents, keyed by id: id, name, description, instructions, modelId, tools.',
+      thread: 'none',
+      handle: ({ c }) => c.json(describeAgents(deps)),
+    }),
+
+    ...(['send-message', 'queue-message'] as const).map((route) =>
+      defineRoute({
+        method: 'post',
+        path: `/api/agents/:agentId/${route}`,
+        summary:
+          route === 'send-message'
+            ? 'Send a message: wakes an idle thread, or joins the active run at its next step boundary.'
+            : 'Queue a message: runs after the active run (and the runs queued before it) finishes.',
+        description:
+          'Idempotency key: the message id, else the Idempotency-Key header. Answers ' +
+          '`{ accepted, action, runId?, signalId, duplicate? }`; a `blocked` action answers 409.',
+        thread: 'body',
+        body: sendBodySchema,
+        headers: IDEMPOTENCY_HEADER,
+        statuses: [409],
+        handle: async ({ c, agentId, body }) => {
+          if (body.message === undefined) throw new ValidationError('Invalid request body: message: Required');
+          const agent = client.agent(agentId);
+          const send = route === 'send-message' ? agent.sendMessage : agent.queueMessage;
+          const options = idempotency(c.req.header('Idempotency-Key'));
+          const { persisted: _persisted, ...result } = await send.call(agent, body.message as never, body, options);
+          return c.json(result, result.action === 'blocked' ? 409 : 200);
+        },
+      }),
+    ),
+
+    defineRoute({
+      method: 'post',
+      path: '/api/agents/:agentId/signals',
+      summary: 'Send a signal (user, reactive or notification; legacy type names accepted) to a thread.',
+      description: 'Idempotency key: the signal id, else the Idempotency-Key header. A `blocked` action answers 409.',
+      thread: 'body',
+      body: signalBodySchema,
+      headers: IDEMPOTENCY_HEADER,
+      statuses: [409],
+      handle: async ({ c, agentId, body }) => {
+        const options = idempotency(c.req.header('Idempotency-Key'));
+        const { persisted: _persisted, ...result } = await client
+          .agent(agentId)
+          .sendSignal(body.signal as never, body, options);
+        return c.json(result, result.action === 'blocked' ? 409 : 200);
+      },
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/api/agents/:agentId/state-signals',
+      summary: 'Keep a state lane current: skipped when the lane already has this cacheKey and mode (SPEC §3.1).',
+      description:
+        'Body `{ signal: { id, mode?, cacheKey, contents, value?, delta?, signalId?, tagName?, attributes? }, ' +
+        'resourceId, threadId, ifActive?, ifIdle? }`. Answers `{ accepted, action, version, signalId, runId?, ' +
+        "reason? }`; `action: 'skipped', reason: 'unchanged'` for a duplicate state. Idempotency key: " +
+        '`signal.signalId`, else the Idempotency-Key header.',
+      thread: 'body',
+      body: stateSignalBodySchema,
+      headers: IDEMPOTENCY_HEADER,
+      statuses: [409],
+      handle: async ({ c, agentId, body }) => {
+        const options = idempotency(c.req.header('Idempotency-Key'));
+        const { persisted: _persisted, ...result } = await client
+          .agent(agentId)
+          .sendStateSignal(body.signal as never, body, options);
+        return c.json(result, result.action === 'blocked' ? 409 : 200);
+      },
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/api/agents/:agentId/send-tool-approval',
+      summary: 'Approve or decline the tool call a run is parked on (SPEC §2.4); the answer continues on the stream.',
+      description:
+        'Answers `{ accepted, runId, toolCallId, status }`. 404: no such thread or no run waits for this tool ' +
+        'call; 409: the call was already approved or declined.',
+      thread: 'body',
+      body: toolApprovalBodySchema,
+      statuses: [404, 409],
+      handle: async ({ c, agentId, target, body }) => {
+        const { toolCallId, approved, resumeData, declineReason } = body;
+        const approval = {
+          toolCallId,
+          approved,
+          ...(resumeData !== undefined ? { resumeData } : {}),
+          ...(declineReason !== undefined ? { declineReason } : {}),
+        };
+        return c.json(await client.agent(agentId).sendToolApproval({ ...target, ...approval }));
+      },
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/api/agents/:agentId/threads/abort',
+      summary: "Abort the thread's active run; optionally clear inputs waiting for it.",
+      thread: 'body',
+      body: threadTargetSchema.extend(abortRequestSchema.shape),
+      handle: async ({ c, body }) => c.json(await client.abortThread(body)),
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/api/agents/:agentId/threads/cancel-queued',
+      summary: 'Remove queued messages by signal id; answers the ids removed.',
+      thread: 'body',
+      body: threadTargetSchema.extend(cancelQueuedRequestSchema.shape),
+      handle: async ({ c, body }) => c.json(await client.cancelQueuedMessages(body)),
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/api/agents/:agentId/threads/subscribe',
+      summary: "Subscribe to the thread's events (SSE). Resumes after Last-Event-ID (header) or lastEventId (body).",
+      thread: 'body',
+      body: subscribeBodySchema,
+      responds: 'sse',
+      handle: ({ c, target, body }) =>
+        streamThread(c, deps, target, {
+          lastEventId: c.req.header('Last-Event-ID') ?? body.lastEventId,
+          hideSignals: body.hideSignals,
+        }),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/api/threads/:resourceId/:threadId/events',
+      summary: "The thread's events as SSE, for EventSource. Resumes after Last-Event-ID (header) or ?lastEventId.",
+      thread: 'path',
+      query: eventsQuerySchema,
+      responds: 'sse',
+      handle: ({ c, target, query }) =>
+        streamThread(c, deps, target, {
+          lastEventId: c.req.header('Last-Event-ID') ?? query.lastEventId,
+          hideSignals: query.hideSignals === 'true',
+        }),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/api/threads/:resourceId/:threadId',
+      summary: "The thread's state: status, active run, queue, message count, runs completed.",
+      thread: 'path',
+      statuses: [404],
+      handle: async ({ c, target }) => {
+        const view = await client.getThread(target);
+        if (!view) {
+          throw new NotFoundError(`No thread ${target.resourceId}/${target.threadId}. Send it a message to create it.`);
+        }
+        return c.json(view);
+      },
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/api/threads/:resourceId/:threadId/messages',
+      summary: "The thread's stored messages, newest last: `{ messages, hasMore }`; page back with `before`.",
+      thread: 'path',
+      statuses: [404],
+      query: messagesQuerySchema,
+      handle: async ({ c, target, query }) => {
+        const page = await client.getMessages(target, { limit: query.limit, before: query.before });
+        if (!page) throw new NotFoundError(`No thread ${target.resourceId}/${target.threadId}.`);
+        return c.json(page);
+      },
+    }),
+  ];
+  return routes;
+}
+
+function describeAgents({ agents, models }: RouteDeps): Record<string, unknown> {
+  return Object.fromEntries(
+    agents.map((agent) => [
+      agent.id,
+      {
+        id: agent.id,
+        name: agent.name ?? agent.id,
+        description: agent.description ?? '',
+        instructions: agent.instructions,
+        modelId:
+          typeof agent.model === 'object' ? agent.model.modelId : (agent.model ?? defaultModelName(models ?? {})),
+        tools: Object.fromEntries(
+          Object.entries(agent.tools ?? {}).map(([name, t]) => [name, { id: name, description: t.description }]),
+        ),
+      },
+    ]),
+  );
+}

@@ -1,0 +1,68 @@
+/**
+ * A Threadline gateway as a process of its own, serving the test agents: for tests (and benchmarks) that run several
+ * gateways on one Redis and kill them for real. It mirrors `client/gateway/main.ts`, which serves the deployment's
+ * agents instead (the gateway answers 404 for agent ids it does not know). Started by `startGatewayProcess()`
+ * (test/support/processes.ts); prints `READY <url>` once it listens, then runs until killed.
+ *
+ * Settings (environment):
+ *   TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE   the dev server and the test's task queue
+ *   REDIS_URL                               the event bus shared with the workers
+ *   PORT, HOST                              where to listen (PORT=0: any free port, announced in the READY line)
+ *   THREADLINE_TEST_AGENTS                  comma-separated ids of the test agents to accept (default `tester`)
+ *   THREADLINE_THREAD_CONFIG                JSON settings of the threads this gateway creates (`threadConfig`)
+ */
+import { Client, Connection } from '@temporalio/client';
+import type { AgentDefinition } from '../../activities/agent';
+import { RedisBus } from '../../client/bus/redis';
+import { connect } from '../../client/connect';
+import { serveGateway } from '../../client/gateway/serve';
+import type { ThreadConfigInput } from '../../workflows/thread-state';
+import { testAgent } from './harness';
+
+// The same ids as worker-process.ts hosts: a gateway only needs to know which agents exist.
+const testAgents: Record<string, AgentDefinition> = { [testAgent.id]: testAgent };
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set. startGatewayProcess() passes it; set it when running this by hand.`);
+  return value;
+}
+
+function agentsFromEnv(): AgentDefinition[] {
+  const ids = (process.env.THREADLINE_TEST_AGENTS || testAgent.id).split(',').map((id) => id.trim());
+  return ids.filter(Boolean).map((id) => {
+    const agent = testAgents[id];
+    if (!agent) throw new Error(`Unknown test agent "${id}". Known: ${Object.keys(testAgents).join(', ')}.`);
+    return agent;
+  });
+}
+
+function threadConfigFromEnv(): ThreadConfigInput | undefined {
+  const raw = process.env.THREADLINE_THREAD_CONFIG;
+  return raw ? (JSON.parse(raw) as ThreadConfigInput) : undefined;
+}
+
+const connection = await Connection.connect({ address: required('TEMPORAL_ADDRESS') });
+const bus = new RedisBus(required('REDIS_URL'));
+const client = await connect({
+  bus,
+  client: new Client({ connection }),
+  taskQueue: required('TEMPORAL_TASK_QUEUE'),
+  threadConfig: threadConfigFromEnv(),
+});
+const server = await serveGateway({
+  client,
+  agents: agentsFromEnv(),
+  port: Number(process.env.PORT ?? 0),
+  hostname: process.env.HOST || '127.0.0.1',
+});
+console.log(`READY ${server.url}`);
+
+const stop = async () => {
+  await server.close();
+  await bus.close();
+  await connection.close();
+  process.exit(0);
+};
+process.once('SIGINT', stop);
+process.once('SIGTERM', stop);
