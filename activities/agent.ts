@@ -7,6 +7,9 @@ import type { z } from 'zod';
 import { XML_NAME } from '../client/schemas';
 import type { SignalInput, StateMode } from '../client/schemas';
 import type { AgentProfile } from '../workflows/agent-profile';
+import type { ConfiguredDecision, DeliveryPolicyConfig } from '../workflows/delivery-policy';
+export type { ConfiguredDecision };
+import type { DeliveryAction, NotificationInput } from '../client/schemas';
 import type { LaneTracking } from '../workflows/lanes';
 import type { ContextWindowConfig, InputMessage, StoredMessage } from '../workflows/messages';
 
@@ -29,6 +32,30 @@ export interface ApprovalContext {
   toolCallId: string;
 }
 
+/** What a `decide()` callback sees besides the notification: the thread, and its state read from the workflow. */
+export interface DecideContext {
+  resourceId: string;
+  threadId: string;
+  threadState: 'active' | 'idle';
+}
+
+/** A `decide()` answer: an action, or an object whose `deliverAt`/`summaryAt` are Dates or epoch milliseconds. */
+export type DecideResult =
+  | DeliveryAction
+  | { action: DeliveryAction; deliverAt?: Date | number; summaryAt?: Date | number; reason?: string }
+  | null
+  | undefined;
+
+/** `defineAgent({ notifications })` (SPEC §4.2). */
+export interface AgentNotifications {
+  deliveryPolicy?: DeliveryPolicyConfig & {
+    /** First in precedence; return nothing to fall through to `sources`, `priorities`, `default`, built-in. */
+    decide?(input: NotificationInput, context: DecideContext): DecideResult | Promise<DecideResult>;
+  };
+  /** When summaries go out: milliseconds, or `'30 seconds'`, `'1 minute'`, `'2 hours'` (default `'1 minute'`). */
+  digestWindow?: number | string;
+}
+
 export interface AgentTool<I = unknown, O = unknown> {
   description: string;
   inputSchema: z.ZodType<I>;
@@ -40,6 +67,8 @@ export interface AgentTool<I = unknown, O = unknown> {
   requireApproval?: boolean | ((input: I, context: ApprovalContext) => boolean | Promise<boolean>);
   /** How long a call waits for approval before it is declined (default: the thread's `approvalTimeoutMs`, or forever). */
   approvalTimeoutMs?: number;
+  /** Set by `createNotificationInboxTool()`: the workflow runs this tool on the thread's own state. */
+  builtin?: 'notification-inbox';
 }
 
 /** The conversation a processor sees: the step's context window, with every input's metadata. */
@@ -114,6 +143,21 @@ export interface AgentDefinition {
   /** The window the model sees: the last `maxMessages` stored messages within `maxBytes` (the thread's default otherwise). */
   contextWindow?: Partial<ContextWindowConfig>;
   processors?: Processor[];
+  notifications?: AgentNotifications;
+}
+
+const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|seconds?|m|minutes?|h|hours?)$/i;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+
+/** `1500`, `'30 seconds'`, `'1 minute'`, `'2 hours'` → milliseconds. */
+export function parseDuration(value: number | string, what: string): number {
+  if (typeof value === 'number' && Number.isFinite(value) && value > 0) return value;
+  const match = typeof value === 'string' ? DURATION.exec(value.trim()) : null;
+  if (!match)
+    throw new Error(`${what} must be milliseconds or a duration such as '1 minute', got ${JSON.stringify(value)}.`);
+  const unit = match[2].toLowerCase();
+  const key = unit.startsWith('ms') || unit.startsWith('milli') ? 'ms' : unit[0];
+  return Number(match[1]) * UNIT_MS[key];
 }
 
 /** The plain data the thread workflow needs about an agent. */
@@ -123,6 +167,17 @@ export function agentProfile(agent: AgentDefinition): AgentProfile {
     ownedLanes: (agent.processors ?? []).filter((p) => p.computeStateSignal).map((p) => p.stateId ?? p.id),
   };
   if (agent.contextWindow) profile.contextWindow = agent.contextWindow;
+  const n = agent.notifications;
+  if (n) {
+    const { decide, ...policy } = n.deliveryPolicy ?? {};
+    profile.notifications = { hasDecide: decide !== undefined };
+    if (Object.keys(policy).length > 0) profile.notifications.deliveryPolicy = policy;
+    if (n.digestWindow !== undefined)
+      profile.notifications.digestWindowMs = parseDuration(
+        n.digestWindow,
+        `Agent ${agent.id}: notifications.digestWindow`,
+      );
+  }
   return profile;
 }
 
@@ -148,6 +203,9 @@ export function defineAgent(definition: AgentDefinition): AgentDefinition {
     const lane = processor.stateId ?? processor.id;
     if (lanes.has(lane)) throw new Error(`Two processors of agent ${definition.id} own the state lane "${lane}".`);
     lanes.add(lane);
+  }
+  if (definition.notifications?.digestWindow !== undefined) {
+    parseDuration(definition.notifications.digestWindow, `Agent ${definition.id}: notifications.digestWindow`);
   }
   const window = definition.contextWindow;
   for (const key of ['maxMessages', 'maxBytes'] as const) {

@@ -3,7 +3,10 @@
  * so tests inject a model server URL, an in-process or Redis bus.
  */
 import type { EventBus, EventDraft } from '../client/bus/types';
-import { agentProfile, type AgentRegistry } from './agent';
+import { agentProfile, type AgentRegistry, type DecideContext } from './agent';
+import { decideNotifications } from './notifications';
+import type { NotificationInput } from '../client/schemas';
+import type { ConfiguredDecision } from '../workflows/delivery-policy';
 import type { AgentProfile } from '../workflows/agent-profile';
 import type { ModelResolver } from './model';
 import { runStep, type StepInput } from './step';
@@ -23,6 +26,12 @@ export const createActivities = (deps: ActivityDeps) => ({
     const agent = deps.agents.get(agentId);
     return agent ? agentProfile(agent) : null;
   },
+  /** The agent's `notifications.deliveryPolicy.decide()` for each notification of a send (null: no opinion). */
+  decideNotifications: (
+    agentId: string,
+    notifications: NotificationInput[],
+    context: DecideContext,
+  ): Promise<(ConfiguredDecision | null)[]> => decideNotifications(deps.agents, agentId, notifications, context),
   /** Workflow-decided events (run start/finish, echoes of persisted inputs, queue changes). Idempotent by key. */
   async publishEvents(threadKey: string, events: EventDraft[]): Promise<void> {
     await deps.bus.publish(threadKey, events);

@@ -154,10 +154,14 @@ export async function runStep(deps: StepDeps, input: StepInput): Promise<StepRes
   };
 }
 
-/** Marks the calls whose tool requires approval (SPEC §2.4); the workflow parks the run on them. */
+/**
+ * Marks the calls whose tool requires approval (SPEC §2.4; the workflow parks the run on them) and the calls of
+ * built-in tools the workflow runs itself.
+ */
 async function markApprovals(agent: AgentDefinition, input: StepInput, calls: ToolCall[]): Promise<void> {
   for (const call of calls) {
     const tool = agent.tools?.[call.toolName];
+    if (tool?.builtin) call.builtin = tool.builtin;
     const rule = tool?.requireApproval;
     if (!rule) continue;
     let required = rule === true;

@@ -1,6 +1,7 @@
 /**
  * BENCHMARKS.md from one run's results.
  */
+import type { GatewayBusResult } from './gateway-bus';
 import type { HistoryResult } from './history';
 import type { IdleWakeResult, WakeSeries } from './idle-wake';
 import type { InjectionResult } from './injection';
@@ -12,6 +13,7 @@ import {
   type InterruptVariant,
 } from './interrupt';
 import type { IngestCase, SignalIngestResult } from './signal-ingest';
+import type { StateIngestResult } from './state-ingest';
 import { summarize, type Summary } from './stats';
 
 export interface Machine {
@@ -36,6 +38,8 @@ export interface BenchResults {
   history: HistoryResult;
   signalIngest: SignalIngestResult;
   interrupt: InterruptResult;
+  gatewayBus: GatewayBusResult;
+  stateIngest: StateIngestResult;
 }
 
 /** What the issue asks for, and Mastra's in-process, non-durable path for comparison. */
@@ -200,6 +204,8 @@ export function renderReport(r: BenchResults): string {
     '',
     ...ingestSection(r.signalIngest),
     ...interruptSection(r.interrupt),
+    ...gatewayBusSection(r.gatewayBus),
+    ...stateIngestSection(r.stateIngest),
   ].join('\n');
 }
 
@@ -481,5 +487,128 @@ function interruptSection(e: InterruptResult): string[] {
       'schedules the next step, and the step runs as in an idle wake. The send itself resolves in ' +
       `p50 ${ms(streaming.toSendResolved.p50)} ms.`,
     '',
+  ];
+}
+
+const share = (x: number) => (Number.isFinite(x) ? `${Math.round(x * 100)} %` : '–');
+
+function gatewayBusSection(r: GatewayBusResult): string[] {
+  const { firstDelta: f, fanOut, resume } = r;
+  return [
+    '## (f) Gateway and event bus: in-process vs Redis Streams',
+    '',
+    'A `redis-server` of the bench’s own on loopback. Series (1) and (3) run a gateway and a worker on each bus in ' +
+      'this process (the Redis pair’s worker and gateway each with a connection of its own), so the two series ' +
+      'differ only in the bus; (2) uses a gateway process of its own on Redis. Clients speak HTTP and SSE.',
+    '',
+    `### First token through the gateway`,
+    '',
+    `${f.samples} samples per bus after ${f.warmup} warm-up rounds, interleaved: an SSE stream on a fresh thread, ` +
+      'then `POST send-message`; measured from the POST to the first `text-delta` on the stream, and to the POST’s ' +
+      'response.',
+    '',
+    '| bus | → first text-delta p50 / p90 / p99 | → send-message response p50 / p90 / p99 |',
+    '| --- | ---: | ---: |',
+    `| in-process | ${pcts(f.memory.toFirstDelta)} | ${pcts(f.memory.toResponse)} |`,
+    `| Redis Streams | ${pcts(f.redis.toFirstDelta)} | ${pcts(f.redis.toResponse)} |`,
+    '',
+    `Redis costs ${ms(f.overheadP50Ms)} ms at p50: ${f.ratioP50.toFixed(2)}× the in-process bus at p50, ` +
+      `${f.ratioP99.toFixed(2)}× at p99.`,
+    '',
+    '### Fan-out from one gateway process',
+    '',
+    `One run streams ${fanOut.deltas.toLocaleString('en-US')} deltas with no delay between them; every subscriber ` +
+      'holds its own SSE stream to the same gateway process (and the gateway one Redis read per stream). Rate: events ' +
+      'of the run from its first `text-delta` (at any subscriber) to its `finish` (at the last one), per second; ' +
+      'lag: from the step activity handing an event to its publisher (so it includes the wait behind earlier ' +
+      'batches when the model streams faster than the bus takes them) to a subscriber receiving it. With one ' +
+      'subscriber the rate is what the worker produces; the drop at 100 is the fan-out’s cost.',
+    '',
+    '| subscribers | runs | events per run | events/s per subscriber | SSE events/s written | lag p50 / p90 / p99 | ' +
+      'CPU: gateway process / bench process / Redis |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...fanOut.cases.map(
+      (c) =>
+        `| ${c.subscribers} | ${c.runs} | ${int(c.eventsPerRun)} | ${int(c.eventsPerSecondPerSubscriber)} | ` +
+        `**${int(c.deliveriesPerSecond)}** | ${pcts(c.lagMs)} | ${share(c.cpuShare.gateway)} / ` +
+        `${share(c.cpuShare.benchProcess)} / ${share(c.cpuShare.redis)} |`,
+    ),
+    '',
+    'CPU is CPU time over wall time from the send to the last `finish` (100 % = one core busy throughout). The ' +
+      'bench process also runs the worker, the model server and every subscriber’s SSE parsing. Whichever is near ' +
+      '100 % limits the rate; on a machine with other work on it, none may be, and the load average says why.',
+    '',
+    '### Resume after a dropped connection',
+    '',
+    `${resume.samples} samples per bus after ${resume.warmup} warm-up rounds. A subscriber drops its SSE connection ` +
+      'after the third `text-delta` of a streaming run and, once the run has published further, reconnects to the ' +
+      'same gateway with `Last-Event-ID`; measured from the reconnect to the first resumed event (checked to be the ' +
+      'event right after that id).',
+    '',
+    '| bus | reconnect → first resumed event p50 / p90 / p99 |',
+    '| --- | ---: |',
+    `| in-process | ${pcts(resume.memory)} |`,
+    `| Redis Streams | ${pcts(resume.redis)} |`,
+    '',
+  ];
+}
+
+function stateIngestSection(g: StateIngestResult): string[] {
+  const { history: h, checks: c, acceptLatency: lat } = g;
+  const period = Math.max(1, Math.round(1 / (1 - g.duplicateShare)));
+  const latencyRow = (name: string, s: Summary) => `| ${name} | ${int(s.n)} | ${pcts(s)} | ${ms(s.max)} |`;
+  const byType = Object.entries(h.eventsByType)
+    .sort((p, q) => q[1] - p[1])
+    .map(([type, n]) => `${type} ${int(n)}`)
+    .join(', ');
+  const equals = (actual: number) => `${actual === g.accepted ? 'yes' : '**no**'} (${int(actual)})`;
+  return [
+    '## (g) State-signal ingest to one active thread',
+    '',
+    "`sendStateSignal({ id: 'browser', mode: 'snapshot', cacheKey, contents, value }, { ...thread, ifIdle: { " +
+      `behavior: 'persist' } })\` ${g.ratePerSecond} times a second for ${g.seconds} s on a fixed schedule (a send ` +
+      `does not wait for the one before), contents ${g.contentsBytes} characters. ` +
+      `${Math.round(g.duplicateShare * 100)} % of the sends repeat the lane's state before: the state changes on ` +
+      `every ${period}th send, as a watcher that reports on a timer would. The thread is active throughout: its one ` +
+      'step streams a slow reply (a chunk every 250 ms) that does not end by itself, so a new state joins the run ' +
+      '(`deliver`) and a repeat is `skipped`. Latency is from the call to its result. History is read back after ' +
+      'the last result, once the thread has no workflow task in flight; a skipped state is refused by the update ' +
+      'validator, so it should leave nothing there.',
+    '',
+    '| sent (achieved rate) | distinct states | accepted (`deliver`) | skipped | failed |',
+    '| ---: | ---: | ---: | ---: | ---: |',
+    `| ${int(g.sent)} (${g.sendRate.toFixed(1)}/s) | ${int(g.distinctStates)} | **${int(g.accepted)}** | ` +
+      `${int(g.skipped)} | ${int(g.failed)} |`,
+    '',
+    '| result | n | accept latency p50 / p90 / p99 | max |',
+    '| --- | ---: | ---: | ---: |',
+    latencyRow('accepted (new state)', lat.accepted),
+    latencyRow('skipped (repeat)', lat.skipped),
+    '',
+    `Sends started ${ms(g.scheduleLagMs.p50)} ms (p50) / ${ms(g.scheduleLagMs.p99)} ms (p99) behind their schedule.`,
+    '',
+    '| state updates in workflow history | skipped sends in history | history events added | per accepted state |',
+    '| ---: | ---: | ---: | ---: |',
+    `| ${int(h.stateUpdates)} | ${int(h.skippedInHistory)} | ${int(h.eventsAdded)} | ` +
+      `**${h.eventsPerAcceptedState.toFixed(2)}** |`,
+    '',
+    `History events added during the sends, by type: ${byType || 'none'}. Executions of the thread's chain at the ` +
+      `end: ${h.executions}.`,
+    '',
+    '### Checks',
+    '',
+    'Each accepted send is a `WorkflowExecutionUpdateAccepted` in history exactly once (its input decoded) and ' +
+      "nothing else state-like is; no skipped send's id is anywhere in history; the first run was still active " +
+      "after the last result; the lane's version, the `state-updated` events a subscriber saw and, once the run was " +
+      'aborted and its pending states had run, the stored state messages each equal the accepted count.',
+    '',
+    '| accepted once in history | no skipped in history | active throughout | lane version = accepted | ' +
+      '`state-updated` events = accepted | stored states = accepted |',
+    '| --- | --- | --- | --- | --- | --- |',
+    `| ${yes(h.acceptedExactlyOnce)} | ${yes(h.skippedInHistory === 0)} | ${yes(c.activeThroughout)} | ` +
+      `${equals(c.laneVersion)} | ${equals(c.stateUpdatedEvents)} | ${equals(c.storedStates)} |`,
+    '',
+    ...g.problems.map((problem) => `- ${problem}`),
+    ...(g.problems.length > 0 ? [''] : []),
   ];
 }

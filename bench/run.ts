@@ -1,7 +1,7 @@
 /**
  * `npm run bench [-- --quick]`: starts its own dev server, model server, worker and client on loopback, runs every
  * benchmark in one process, prints the results as JSON on stdout and writes BENCHMARKS.md.
- * `npm run bench -- --only=gateway-bus[,interrupt…]` runs just those and prints their JSON (BENCHMARKS.md is left
+ * `npm run bench -- --only=state-ingest[,gateway-bus…]` runs just those and prints their JSON (BENCHMARKS.md is left
  * alone: it needs every result).
  */
 import { writeFile } from 'node:fs/promises';
@@ -11,10 +11,11 @@ import { startBenchEnv, type BenchEnv } from './env';
 import { benchHistory } from './history';
 import { benchIdleWake } from './idle-wake';
 import { benchInjection } from './injection';
-import { benchGatewayBus, gatewayBusSection } from './gateway-bus';
+import { benchGatewayBus } from './gateway-bus';
 import { benchInterrupt } from './interrupt';
 import { renderReport, targets, type BenchResults } from './report';
 import { benchSignalIngest } from './signal-ingest';
+import { benchStateIngest } from './state-ingest';
 
 const quick = process.argv.includes('--quick');
 const sizes = quick
@@ -36,6 +37,7 @@ const sizes = quick
         fanOut: { subscribers: [1, 100], runs: 2, deltas: 500 },
         resume: { samples: 10, warmup: 2 },
       },
+      stateIngest: { ratePerSecond: 50, seconds: 10, duplicateShare: 0.9 },
     }
   : {
       wake: { samples: 300, warmup: 10 },
@@ -55,6 +57,7 @@ const sizes = quick
         fanOut: { subscribers: [1, 100], runs: 5, deltas: 2_000 },
         resume: { samples: 50, warmup: 3 },
       },
+      stateIngest: { ratePerSecond: 50, seconds: 60, duplicateShare: 0.9 },
     };
 const reportPath = fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url));
 const progress = (line: string) => process.stderr.write(`bench: ${line}\n`);
@@ -94,6 +97,14 @@ const benchmarks = {
     progress('(f) gateway and event bus: in-process vs Redis Streams…');
     return { gatewayBus: await benchGatewayBus(env, sizes.gatewayBus, progress) };
   },
+  'state-ingest': async (env: BenchEnv) => {
+    const s = sizes.stateIngest;
+    progress(
+      `(g) state ingest: ${s.ratePerSecond}/s for ${s.seconds} s to one active thread, ` +
+        `${Math.round(s.duplicateShare * 100)} % duplicates…`,
+    );
+    return { stateIngest: await benchStateIngest(env, s, progress) };
+  },
 };
 
 const unknown = only?.filter((name) => !(name in benchmarks)) ?? [];
@@ -122,6 +133,7 @@ try {
     const { signalIngest } = await benchmarks['signal-ingest'](env);
     const { interrupt } = await benchmarks.interrupt(env);
     const { gatewayBus } = await benchmarks['gateway-bus'](env);
+    const { stateIngest } = await benchmarks['state-ingest'](env);
 
     const results: BenchResults = {
       machine: {
@@ -142,9 +154,11 @@ try {
       history,
       signalIngest,
       interrupt,
+      gatewayBus,
+      stateIngest,
     };
-    process.stdout.write(`${JSON.stringify({ ...results, gatewayBus, targets }, null, 2)}\n`);
-    await writeFile(reportPath, [renderReport(results), '', ...gatewayBusSection(gatewayBus)].join('\n'));
+    process.stdout.write(`${JSON.stringify({ ...results, targets }, null, 2)}\n`);
+    await writeFile(reportPath, renderReport(results));
     progress(`wrote ${reportPath}`);
   }
 } finally {

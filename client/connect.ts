@@ -13,14 +13,27 @@ import {
 } from '@temporalio/client';
 import type { EventBus } from './bus/types';
 import { ConflictError, NotFoundError, ThreadlineError, ValidationError } from './errors';
-import { messageInput, signalInput, stateInput, type IngressLimits, type SendTarget } from './inputs';
+import {
+  messageInput,
+  notificationBatch,
+  signalInput,
+  stateInput,
+  type IngressLimits,
+  type SendTarget,
+} from './inputs';
 import {
   cancelQueuedRequestSchema,
   defaultLimits,
   describeZodError,
+  notificationQuerySchema,
+  notificationStatusRequestSchema,
   threadTargetSchema,
   toolApprovalSchema,
   type InputResult,
+  type NotificationBatch,
+  type NotificationInput,
+  type NotificationQuery,
+  type NotificationStatusRequest,
   type MessageInput,
   type SignalInput,
   type StateSignalInput,
@@ -34,6 +47,9 @@ import {
   abortThreadUpdate,
   approveToolUpdate,
   cancelQueuedUpdate,
+  changeNotificationStatusUpdate,
+  notificationsQuery,
+  submitNotificationsUpdate,
   submitInputUpdate,
   threadMessagesQuery,
   threadStateQuery,
@@ -42,12 +58,14 @@ import {
 import {
   UNCHANGED_STATE_PREFIX,
   type AbortResult,
+  type NotificationSendResult,
   type ThreadConfigInput,
   type ThreadView,
   type ToolApproval,
   type ToolApprovalResult,
 } from '../workflows/thread-state';
 import type { threadWorkflow } from '../workflows/thread';
+import type { NotificationRecord, RecordPage } from '../workflows/inbox';
 
 /** At most `limit` concurrent holders per key; the rest wait in arrival order. */
 class KeyedLimiter {
@@ -123,62 +141,121 @@ export class ThreadlineClient {
 
   /** Delivers an input with update-with-start: the first input to a thread starts exactly one execution. */
   async submit(target: ThreadTarget, input: ThreadInput): Promise<SendResult> {
+    return this.withStart(target, (workflowId) => this.submitOnce(workflowId, target, input));
+  }
+
+  /**
+   * Runs one update-with-start against the thread. Temporal admits 10 in-flight updates per workflow; past that it
+   * turns updates away and drops workflow tasks, and throughput collapses (measured: 137/s at 8 in flight, 6/s at
+   * 32). Stay under it from this client.
+   */
+  private async withStart<R>(target: ThreadTarget, fn: (workflowId: string) => Promise<R>): Promise<R> {
     const workflowId = threadKey(target.resourceId, target.threadId);
-    // Temporal admits 10 in-flight updates per workflow; past that it turns updates away and drops workflow tasks,
-    // and throughput collapses (measured: 137/s at 8 in flight, 6/s at 32). Stay under it from this client.
     const release = await this.inFlight.acquire(workflowId);
     try {
-      return await this.submitOnce(workflowId, target, input);
+      return await fn(workflowId);
     } finally {
       release();
     }
   }
 
+  private startOperation(workflowId: string, target: ThreadTarget) {
+    return new WithStartWorkflowOperation<typeof threadWorkflow>('threadWorkflow', {
+      workflowId,
+      taskQueue: this.taskQueue,
+      args: [{ resourceId: target.resourceId, threadId: target.threadId, config: this.threadConfig }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
+  }
+
+  /**
+   * Notifications (SPEC §4.1), with update-with-start: the first one creates the thread. Answers what the thread
+   * did with each (record id, status, action, coalesced).
+   */
+  async submitNotifications(target: ThreadTarget, batch: NotificationBatch): Promise<NotificationSendResult> {
+    return this.withStart(target, async (workflowId) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.temporal.workflow.executeUpdateWithStart(submitNotificationsUpdate, {
+            args: [batch],
+            startWorkflowOperation: this.startOperation(workflowId, target),
+          });
+        } catch (err) {
+          const retry = await this.retryableUpdateError(err, attempt);
+          if (retry) continue;
+          throw err;
+        }
+      }
+    });
+  }
+
+  /** Waits and answers true for the transient refusals worth resending; maps update rejections to client errors. */
+  private async retryableUpdateError(err: unknown, attempt: number): Promise<boolean> {
+    if (err instanceof WorkflowUpdateFailedError) {
+      const message = (err.cause as Error | undefined)?.message ?? err.message;
+      if (/wasn't processed by worker/.test(message) && attempt < 20) {
+        await new Promise((r) => setTimeout(r, Math.min(1_000, 10 * 2 ** attempt)));
+        return true;
+      }
+      if (/^Invalid input/.test(message)) throw new ValidationError(message, { cause: err });
+      throw new ConflictError(message, { cause: err });
+    }
+    if (isRetryableRpc(err) && attempt < 20) {
+      await new Promise((r) => setTimeout(r, Math.min(1_000, 10 * 2 ** attempt)));
+      return true;
+    }
+    throw new ThreadlineError(`Could not deliver the input: ${(err as Error).message}`, { cause: err });
+  }
+
+  /** The thread's inbox, newest first, filtered and paged; `null` when the thread does not exist. */
+  async listNotifications(target: ThreadTarget, query: NotificationQuery = {}): Promise<RecordPage | null> {
+    const parsed = notificationQuerySchema.safeParse(query);
+    if (!parsed.success) throw new ValidationError(`Invalid notification query: ${describeZodError(parsed.error)}`);
+    try {
+      return await this.temporal.workflow
+        .getHandle(threadKey(target.resourceId, target.threadId))
+        .query(notificationsQuery, parsed.data);
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      if (/Invalid cursor/.test((err as Error).message)) throw new ValidationError((err as Error).message);
+      throw err;
+    }
+  }
+
+  /** `seen` / `dismiss` / `archive` (SPEC §4.4). Unknown thread or record → NotFoundError. */
+  async changeNotificationStatus(
+    target: ThreadTarget,
+    ids: string[],
+    change: NotificationStatusRequest['change'],
+  ): Promise<NotificationRecord[]> {
+    const parsed = notificationStatusRequestSchema.safeParse({ ids, change });
+    if (!parsed.success) throw new ValidationError(`Invalid request: ${describeZodError(parsed.error)}`);
+    try {
+      const result = await this.control(target, changeNotificationStatusUpdate, parsed.data);
+      if (!result) throw new NotFoundError(`No thread ${target.resourceId}/${target.threadId}.`);
+      return result;
+    } catch (err) {
+      if ((err as Error).message.startsWith('Unknown notification')) {
+        throw new NotFoundError((err as Error).message, { cause: err });
+      }
+      throw err;
+    }
+  }
+
   private async submitOnce(workflowId: string, target: ThreadTarget, input: ThreadInput): Promise<SendResult> {
     for (let attempt = 1; ; attempt++) {
-      const startWorkflowOperation = new WithStartWorkflowOperation<typeof threadWorkflow>('threadWorkflow', {
-        workflowId,
-        taskQueue: this.taskQueue,
-        args: [{ resourceId: target.resourceId, threadId: target.threadId, config: this.threadConfig }],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-      });
       try {
         const result = await this.temporal.workflow.executeUpdateWithStart(submitInputUpdate, {
           args: [input],
-          startWorkflowOperation,
+          startWorkflowOperation: this.startOperation(workflowId, target),
         });
         // An accepted update is already in the thread's history.
         return { ...result, persisted: Promise.resolve() };
       } catch (err) {
-        if (err instanceof WorkflowUpdateFailedError) {
-          const message = (err.cause as Error | undefined)?.message ?? err.message;
-          // The server gave the update back unprocessed (its workflow task was lost): it was not applied; resend.
-          if (/wasn't processed by worker/.test(message) && attempt < 20) {
-            await new Promise((r) => setTimeout(r, Math.min(1_000, 10 * 2 ** attempt)));
-            continue;
-          }
-          if (/^Invalid input/.test(message)) throw new ValidationError(message, { cause: err });
-          // The validator refused a state identical to its lane's latest: skipped, and never in history.
-          const unchanged = message.startsWith(UNCHANGED_STATE_PREFIX) && /version (\d+)/.exec(message);
-          if (unchanged) {
-            const version = Number(unchanged[1]);
-            const skipped: InputResult = {
-              accepted: true,
-              action: 'skipped',
-              reason: 'unchanged',
-              signalId: input.id,
-              version,
-            };
-            return { ...skipped, persisted: Promise.resolve() };
-          }
-          throw new ConflictError(message, { cause: err });
-        }
-        // Temporal caps in-flight updates per workflow (10): back off briefly and try again.
-        if (isRetryableRpc(err) && attempt < 20) {
-          await new Promise((r) => setTimeout(r, Math.min(1_000, 10 * 2 ** attempt)));
-          continue;
-        }
-        throw new ThreadlineError(`Could not deliver the input: ${(err as Error).message}`, { cause: err });
+        const skipped = unchangedState(err, input.id);
+        if (skipped) return { ...skipped, persisted: Promise.resolve() };
+        if (await this.retryableUpdateError(err, attempt)) continue;
+        throw err;
       }
     }
   }
@@ -319,6 +396,37 @@ export class AgentClient {
     return this.client.abortThread(target);
   }
 
+  /**
+   * Drops one or more notifications into the thread's inbox (SPEC §4). Records coalesce by dedupeKey/coalesceKey;
+   * the agent's delivery policy decides what the model sees, and when.
+   * @example await agent.sendNotificationSignal({ source: 'github', kind: 'ci-status', priority: 'high', summary: 'CI failed on main.', dedupeKey: 'github:acme/app:main:ci' }, thread)
+   */
+  sendNotificationSignal(
+    notifications: NotificationInput | NotificationInput[],
+    target: ThreadTarget,
+    options: { id?: string } = {},
+  ): Promise<NotificationSendResult> {
+    const batch = notificationBatch(this.agentId, notifications, target, { ...options, limits: this.client.limits });
+    return this.client.submitNotifications(target, batch);
+  }
+
+  /** The thread's inbox, newest first (filters: status, priority, source, q; paging: limit, cursor). */
+  listNotifications(target: ThreadTarget, query?: NotificationQuery): Promise<RecordPage | null> {
+    return this.client.listNotifications(target, query);
+  }
+
+  markNotificationsSeen(target: ThreadTarget, ids: string[]): Promise<NotificationRecord[]> {
+    return this.client.changeNotificationStatus(target, ids, 'seen');
+  }
+
+  dismissNotifications(target: ThreadTarget, ids: string[]): Promise<NotificationRecord[]> {
+    return this.client.changeNotificationStatus(target, ids, 'dismiss');
+  }
+
+  archiveNotifications(target: ThreadTarget, ids: string[]): Promise<NotificationRecord[]> {
+    return this.client.changeNotificationStatus(target, ids, 'archive');
+  }
+
   /** Approves or declines a tool call the run is parked on; the answer continues on the existing subscriptions. */
   sendToolApproval(target: ThreadTarget & ToolApproval): Promise<ToolApprovalResult> {
     return this.client.sendToolApproval(target);
@@ -349,6 +457,15 @@ export async function connect(options: ConnectOptions): Promise<ThreadlineClient
   const connection = await Connection.connect(temporalConnectionOptions(settings, address));
   const temporal = new Client({ connection, namespace: options.namespace ?? settings.temporalNamespace });
   return new ThreadlineClient(temporal, options, connection);
+}
+
+/** The validator refused a state identical to its lane's latest: skipped, and never in history. */
+function unchangedState(err: unknown, signalId: string): InputResult | null {
+  if (!(err instanceof WorkflowUpdateFailedError)) return null;
+  const message = (err.cause as Error | undefined)?.message ?? err.message;
+  const match = message.startsWith(UNCHANGED_STATE_PREFIX) && /version (\d+)/.exec(message);
+  if (!match) return null;
+  return { accepted: true, action: 'skipped', reason: 'unchanged', signalId, version: Number(match[1]) };
 }
 
 function isNotFound(err: unknown): boolean {

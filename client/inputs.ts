@@ -13,6 +13,7 @@ import {
   jsonByteLength,
   legacySignalTypes,
   messageSchema,
+  notificationBatchSchema,
   signalSchema,
   stateSignalSchema,
   threadInputSchema,
@@ -20,6 +21,8 @@ import {
   type IfActive,
   type IfIdle,
   type MessageInput,
+  type NotificationBatch,
+  type NotificationInput,
   type SignalInput,
   type StateSignalInput,
   type ThreadInput,
@@ -130,6 +133,36 @@ export function stateInput(
     sentAt: Date.now(),
   };
   return checkInput(input, options.limits);
+}
+
+/** Notifications (one or many) as the workflow receives them: one batch, one idempotency key. */
+export function notificationBatch(
+  agentId: string,
+  notifications: NotificationInput | NotificationInput[],
+  target: { resourceId: string; threadId: string },
+  options: { id?: string; limits?: IngressLimits } = {},
+): NotificationBatch {
+  parse(threadTargetSchema, { resourceId: target.resourceId, threadId: target.threadId }, 'target');
+  const batch = parse(
+    notificationBatchSchema,
+    {
+      id: options.id || randomUUID(),
+      agentId,
+      notifications: Array.isArray(notifications) ? notifications : [notifications],
+      sentAt: Date.now(),
+    },
+    'notifications',
+  );
+  const limits = options.limits ?? defaultLimits;
+  for (const [i, n] of batch.notifications.entries()) {
+    const bytes = jsonByteLength(n);
+    if (bytes > limits.maxInputBytes) {
+      throw new PayloadTooLargeError(
+        `Notification ${i} is ${bytes} bytes; the limit is ${limits.maxInputBytes}. Send less, or raise THREADLINE_MAX_INPUT_BYTES.`,
+      );
+    }
+  }
+  return batch;
 }
 
 function targetFields(target: SendTarget): Pick<ThreadInput, 'ifActive' | 'ifIdle' | 'runId'> {

@@ -260,6 +260,103 @@ export const threadInputSchema = z
   });
 export type ThreadInput = z.infer<typeof threadInputSchema>;
 
+export const notificationPriorities = ['urgent', 'high', 'medium', 'low'] as const;
+export type NotificationPriority = (typeof notificationPriorities)[number];
+export const notificationStatuses = [
+  'pending',
+  'delivered',
+  'seen',
+  'dismissed',
+  'archived',
+  'discarded',
+  'failed',
+] as const;
+export type NotificationStatus = (typeof notificationStatuses)[number];
+export const deliveryActions = ['deliver', 'queue', 'defer', 'summarize', 'persist', 'discard'] as const;
+export type DeliveryAction = (typeof deliveryActions)[number];
+
+const shortText = (max: number) => z.string().min(1, 'must not be empty').max(max);
+
+/** One notification as an integration sends it (SPEC §4.1). */
+export const notificationInputSchema = z
+  .object({
+    source: shortText(128),
+    kind: shortText(128),
+    summary: shortText(16 * 1024),
+    /** Default `medium` for a new record; on a coalesced one, replaced only when given. */
+    priority: z.enum(notificationPriorities).optional(),
+    payload: z.unknown().optional(),
+    sourceId: shortText(512).optional(),
+    dedupeKey: shortText(512).optional(),
+    coalesceKey: shortText(512).optional(),
+    attributes: attributesSchema.optional(),
+    metadata: jsonRecord.optional(),
+  })
+  .strict();
+export type NotificationInput = z.input<typeof notificationInputSchema>;
+export type ParsedNotification = z.output<typeof notificationInputSchema>;
+
+/** At most this many notifications in one send. */
+export const MAX_NOTIFICATIONS_PER_SEND = 100;
+
+/**
+ * A batch of notifications as the thread workflow receives it (signal `sendNotification`, update
+ * `submitNotifications`): the versioned payload any Temporal client may send.
+ */
+export const notificationBatchSchema = z
+  .object({
+    /** Idempotency key of the batch: the same id accepted twice is applied once. */
+    id: idString,
+    agentId: idString,
+    notifications: z
+      .array(notificationInputSchema)
+      .min(1, 'send at least one notification')
+      .max(MAX_NOTIFICATIONS_PER_SEND, `send at most ${MAX_NOTIFICATIONS_PER_SEND} notifications at once`),
+    sentAt: z.number().optional(),
+  })
+  .strict();
+export type NotificationBatch = z.output<typeof notificationBatchSchema>;
+
+/** Filters of `listNotifications` and the inbox tool's `list`/`search`. */
+export const notificationQuerySchema = z
+  .object({
+    status: z.array(z.enum(notificationStatuses)).optional(),
+    priority: z.array(z.enum(notificationPriorities)).optional(),
+    source: z.array(z.string()).optional(),
+    /** Case-insensitive text in summary, kind, source or payload. */
+    q: z.string().max(1_000).optional(),
+    limit: z.number().int().min(1).max(200).default(20),
+    /** Opaque: the `nextCursor` of the previous page. */
+    cursor: z.string().max(256).optional(),
+  })
+  .strict();
+export type NotificationQuery = z.input<typeof notificationQuerySchema>;
+
+export const notificationStatusChanges = ['seen', 'dismiss', 'archive'] as const;
+export const notificationStatusRequestSchema = z
+  .object({ ids: z.array(idString).min(1).max(1_000), change: z.enum(notificationStatusChanges) })
+  .strict();
+export type NotificationStatusRequest = z.infer<typeof notificationStatusRequestSchema>;
+
+/** The inbox tool's input (SPEC §4.4). */
+export const inboxToolInputSchema = z
+  .object({
+    action: z.enum(['list', 'read', 'markSeen', 'dismiss', 'archive', 'search']),
+    id: z.string().optional(),
+    status: z.enum(notificationStatuses).optional(),
+    priority: z.enum(notificationPriorities).optional(),
+    source: z.string().optional(),
+    query: z.string().optional(),
+    limit: z.number().int().min(1).max(100).default(20),
+  })
+  .superRefine((input, ctx) => {
+    if (input.action === 'search' && !input.query)
+      ctx.addIssue({ code: 'custom', path: ['query'], message: 'search needs a query' });
+    if (['markSeen', 'dismiss', 'archive'].includes(input.action) && !input.id)
+      ctx.addIssue({ code: 'custom', path: ['id'], message: `${input.action} needs an id` });
+  });
+export type InboxToolInput = z.output<typeof inboxToolInputSchema>;
+
 /** `sendToolApproval` (SPEC §2.4), as the workflow's `approveTool` update receives it. */
 export const toolApprovalSchema = z
   .object({

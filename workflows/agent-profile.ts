@@ -2,6 +2,7 @@
  * What the thread workflow needs to know about an agent, asked once per execution from the worker that hosts it
  * (agents are worker-side code; the workflow only sees this plain data).
  */
+import type { DeliveryPolicyConfig } from './delivery-policy';
 import type { ContextWindowConfig } from './messages';
 
 export interface AgentProfile {
@@ -10,4 +11,6 @@ export interface AgentProfile {
   contextWindow?: Partial<ContextWindowConfig>;
   /** Lanes the agent's processors own through `computeStateSignal` (their `stateId`, default their `id`). */
   ownedLanes: string[];
+  /** `notifications` settings: the plain-data policy, the digest window, and whether `decide()` must be asked. */
+  notifications?: { deliveryPolicy?: DeliveryPolicyConfig; digestWindowMs?: number; hasDecide: boolean };
 }

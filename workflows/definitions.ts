@@ -4,9 +4,16 @@
  * payload schema in `client/schemas.ts`.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { InputResult, ThreadInput } from '../client/schemas';
+import type {
+  InputResult,
+  NotificationBatch,
+  NotificationQuery,
+  NotificationStatusRequest,
+  ThreadInput,
+} from '../client/schemas';
+import type { NotificationRecord, RecordPage } from './inbox';
 import type { StoredMessage } from './messages';
-import type { AbortResult, ThreadView, ToolApproval, ToolApprovalResult } from './thread-state';
+import type { AbortResult, NotificationSendResult, ThreadView, ToolApproval, ToolApprovalResult } from './thread-state';
 
 /** Fire-and-forget message: joins the active run at the next step boundary, or wakes the thread. */
 export const sendMessageSignal = defineSignal<[ThreadInput]>('sendMessage');
@@ -28,6 +35,19 @@ export const cancelQueuedUpdate = defineUpdate<{ cancelledSignalIds: string[] },
 
 /** Approves or declines a tool call the run is parked on (SPEC §2.4). Unknown → rejected; decided → rejected. */
 export const approveToolUpdate = defineUpdate<ToolApprovalResult, [ToolApproval]>('approveTool');
+
+/** Fire-and-forget notifications (SPEC §4): for webhook receivers in any language. Bad payloads are dropped. */
+export const sendNotificationSignal = defineSignal<[NotificationBatch]>('sendNotification');
+/** Notifications answered with what the thread did with each (record id, status, action, coalesced). */
+export const submitNotificationsUpdate = defineUpdate<NotificationSendResult, [NotificationBatch]>(
+  'submitNotifications',
+);
+/** `seen` / `dismiss` / `archive` for inbox records; unknown ids → rejected, nothing changed. */
+export const changeNotificationStatusUpdate = defineUpdate<NotificationRecord[], [NotificationStatusRequest]>(
+  'changeNotificationStatus',
+);
+/** The inbox, newest first, filtered and paged. */
+export const notificationsQuery = defineQuery<RecordPage, [NotificationQuery]>('notifications');
 
 export const threadStateQuery = defineQuery<ThreadView>('threadState');
 

@@ -55,6 +55,8 @@ export interface ToolCall {
   input: unknown;
   /** Set by the step when the tool requires approval (SPEC §2.4): the run parks until a human decides. */
   approval?: { timeoutMs?: number };
+  /** A tool the workflow itself runs on thread state (the notification inbox), not an activity. */
+  builtin?: 'notification-inbox';
 }
 
 export interface StepUsage {

@@ -5,11 +5,35 @@
  */
 import {
   defaultLimits,
+  type InboxToolInput,
   type InputAction,
   type InputResult,
+  type NotificationBatch,
+  type NotificationQuery,
+  type NotificationStatusRequest,
   type StreamOptions,
   type ThreadInput,
 } from '../client/schemas';
+import {
+  decideDelivery,
+  type ConfiguredDecision,
+  type DeliveryDecision,
+  type DeliveryPolicyConfig,
+} from './delivery-policy';
+import {
+  byPriority,
+  coalesce,
+  findCoalescable,
+  inboxCounts,
+  isClosed,
+  newRecord,
+  notificationAttributes,
+  pageOf,
+  summaryOf,
+  withoutBody,
+  type NotificationRecord,
+  type RecordPage,
+} from './inbox';
 import type { EventDraft, ThreadEventType } from '../client/bus/types';
 import type {
   AssistantMessage,
@@ -51,6 +75,16 @@ export interface ThreadConfig {
   maxStepsPerRun: number;
   /** How long a tool call waits for approval before it is declined (undefined: forever). A tool may set its own. */
   approvalTimeoutMs?: number;
+  /** Notification sends remembered for idempotency (oldest forgotten first). */
+  rememberNotificationBatches: number;
+  /** Notification records kept per thread; beyond it the oldest closed ones leave (pending ones never do). */
+  maxInboxRecords: number;
+  /** Failed deliveries of one notification before it becomes `failed` (SPEC §4.3). */
+  maxDeliveryAttempts: number;
+  /** First retry delay after a failed delivery; doubles per attempt (at most a minute). */
+  notificationRetryMs: number;
+  /** When summaries go out, unless the agent sets `notifications.digestWindow`. */
+  digestWindowMs: number;
   /** State lanes per thread; a state for a new lane beyond this is refused. */
   maxLanes: number;
   /** Deltas kept per lane since its latest snapshot (the oldest dropped first: send a snapshot now and then). */
@@ -71,6 +105,11 @@ export const defaultThreadConfig: ThreadConfig = {
   maxStoredMessages: 2_000,
   maxStepsPerRun: 25,
   maxLanes: 64,
+  maxInboxRecords: 1_000,
+  rememberNotificationBatches: 200,
+  maxDeliveryAttempts: 5,
+  notificationRetryMs: 1_000,
+  digestWindowMs: 60_000,
   maxLaneDeltas: 50,
   contextWindow: { maxMessages: 100, maxBytes: 512 * 1024 },
   step: { heartbeatTimeoutMs: 10_000, startToCloseTimeoutMs: 10 * 60_000, maxAttempts: 5, initialRetryMs: 1_000 },
@@ -183,6 +222,10 @@ export interface ThreadSnapshot {
   queue: QueuedRun[];
   outbox: OutboxEvent[];
   remembered: [string, InputResult][];
+  /** Notification sends remembered for idempotency, compactly: record ids and actions (absent before notifications). */
+  rememberedBatches?: [string, RememberedBatch][];
+  /** The last notification record number: record ids are `n1`, `n2`, … per thread (short, for prompts and state). */
+  notificationSeq?: number;
   eventSeq: number;
   stepSeq: number;
   runsCompleted: number;
@@ -190,6 +233,46 @@ export interface ThreadSnapshot {
   lanes?: Record<string, Lane>;
   /** Tool call ids whose approval was decided (the newest few hundred): deciding one again is a conflict. */
   decidedToolCalls?: string[];
+  /** The notification inbox (absent in snapshots written before it existed). */
+  inbox?: NotificationRecord[];
+}
+
+/** What the thread did with one notification of a send. */
+export interface NotificationOutcome {
+  id: string;
+  status: NotificationRecord['status'];
+  action: DeliveryDecision['action'];
+  coalesced: boolean;
+  coalescedCount: number;
+  deliveryReason?: string;
+}
+
+/** A notification send as remembered for idempotency: small, so a long inbox history fits continue-as-new. */
+export interface RememberedBatch {
+  ids: string[];
+  actions: DeliveryDecision['action'][];
+  coalesced: (0 | 1)[];
+}
+
+export interface NotificationSendResult {
+  accepted: true;
+  notifications: NotificationOutcome[];
+  duplicate?: true;
+}
+
+/** The agent's notification settings the thread applies (plain data from its profile). */
+export interface NotificationSettings {
+  policy?: DeliveryPolicyConfig;
+  digestWindowMs?: number;
+  /** Per notification, what the agent's `decide()` answered (null: no opinion). */
+  decided?: (ConfiguredDecision | null)[];
+}
+
+export class NotificationNotFoundError extends Error {
+  override name = 'NotificationNotFoundError';
+  constructor(id: string) {
+    super(`Unknown notification: ${id} is not in this thread's inbox.`);
+  }
 }
 
 export interface ThreadClock {
@@ -266,6 +349,9 @@ export function emptySnapshot(resourceId: string, threadId: string): ThreadSnaps
 
 export class ThreadState {
   private readonly remembered: Map<string, InputResult>;
+  private readonly rememberedBatches: Map<string, RememberedBatch>;
+  /** Outbox events announcing a record, by record id, while they wait to be published (not part of the snapshot). */
+  private readonly unpublishedRecordEvents = new Map<string, OutboxEvent>();
 
   constructor(
     private readonly s: ThreadSnapshot,
@@ -273,6 +359,7 @@ export class ThreadState {
     private readonly clock: ThreadClock,
   ) {
     this.remembered = new Map(s.remembered);
+    this.rememberedBatches = new Map(s.rememberedBatches ?? []);
   }
 
   get key(): { resourceId: string; threadId: string } {
@@ -779,8 +866,28 @@ export class ThreadState {
     }
   }
 
-  takeOutbox(): OutboxEvent[] {
-    return this.s.outbox.splice(0);
+  /** The oldest events, at most `maxBytes` of JSON (always at least one): activity payloads stay well under 2 MB. */
+  takeOutbox(maxBytes = Infinity): OutboxEvent[] {
+    this.unpublishedRecordEvents.clear();
+    if (maxBytes === Infinity) return this.s.outbox.splice(0);
+    let bytes = 0;
+    let n = 0;
+    while (n < this.s.outbox.length) {
+      bytes += JSON.stringify(this.s.outbox[n]).length;
+      if (n > 0 && bytes > maxBytes) break;
+      n += 1;
+    }
+    return this.s.outbox.splice(0, n);
+  }
+
+  /** Whether the outbox holds more than `maxBytes` of JSON (stops counting once it does). */
+  outboxExceeds(maxBytes: number): boolean {
+    let bytes = 0;
+    for (const event of this.s.outbox) {
+      bytes += JSON.stringify(event).length;
+      if (bytes > maxBytes) return true;
+    }
+    return false;
   }
 
   /** Events taken for publishing that could not be published go back to the front, order kept. */
@@ -817,9 +924,395 @@ export class ThreadState {
     if (excess > 0) this.s.messages.splice(0, excess);
   }
 
+  // ---- Notifications (SPEC §4) -------------------------------------------------------------------------------
+
+  /** Refuses a send the inbox cannot take: pending records never leave it, so they bound it. */
+  validateNotifications(batch: NotificationBatch): void {
+    if (this.rememberedBatches.has(batch.id)) return;
+    const inbox = this.s.inbox ?? [];
+    const open = inbox.filter((r) => !isClosed(r)).length;
+    if (open + batch.notifications.length > this.config.maxInboxRecords) {
+      throw new InputRejectedError(
+        `The thread's inbox holds ${open} open notifications (limit ${this.config.maxInboxRecords}). Mark some seen, dismiss or archive them, or raise maxInboxRecords.`,
+      );
+    }
+  }
+
+  /**
+   * Records a send (SPEC §4.1): each notification creates a record or coalesces into a pending one with the same
+   * source, kind and dedupeKey/coalesceKey, then the delivery policy decides (SPEC §4.2) with the thread's own state.
+   */
+  acceptNotifications(batch: NotificationBatch, settings: NotificationSettings = {}): NotificationSendResult {
+    const previous = this.rememberedBatches.get(batch.id);
+    if (previous) return { ...this.replayBatch(previous), duplicate: true };
+    const inbox = (this.s.inbox ??= []);
+    const now = this.clock.now();
+    const outcomes = batch.notifications.map((input, i): NotificationOutcome => {
+      let record = findCoalescable(inbox, input);
+      const coalesced = record !== undefined;
+      if (record) coalesce(record, input, now);
+      else {
+        const id = `n${(this.s.notificationSeq = (this.s.notificationSeq ?? 0) + 1)}`;
+        record = newRecord(input, { id, ...this.key, agentId: batch.agentId }, now);
+        inbox.push(record);
+      }
+      const decision = decideDelivery(record, this.isActive(), settings.policy, settings.decided?.[i]);
+      this.applyDecision(record, decision, settings.digestWindowMs ?? this.config.digestWindowMs, now);
+      this.emitRecord(record, coalesced ? 'coalesced' : 'created');
+      return {
+        id: record.id,
+        status: record.status,
+        action: decision.action,
+        coalesced,
+        coalescedCount: record.coalescedCount,
+        ...(record.deliveryReason ? { deliveryReason: record.deliveryReason } : {}),
+      };
+    });
+    this.evictClosed();
+    this.rememberedBatches.set(batch.id, {
+      ids: outcomes.map((o) => o.id),
+      actions: outcomes.map((o) => o.action),
+      coalesced: outcomes.map((o) => (o.coalesced ? 1 : 0)),
+    });
+    while (this.rememberedBatches.size > this.config.rememberNotificationBatches) {
+      this.rememberedBatches.delete(this.rememberedBatches.keys().next().value as string);
+    }
+    return { accepted: true, notifications: outcomes };
+  }
+
+  /** A repeated send answers with the first one's records and actions, and the records' current status. */
+  private replayBatch(batch: RememberedBatch): NotificationSendResult {
+    const byId = new Map((this.s.inbox ?? []).map((r) => [r.id, r]));
+    return {
+      accepted: true,
+      notifications: batch.ids.map((id, i) => {
+        const record = byId.get(id);
+        return {
+          id,
+          status: record?.status ?? 'archived',
+          action: batch.actions[i],
+          coalesced: batch.coalesced[i] === 1,
+          coalescedCount: record?.coalescedCount ?? 1,
+        };
+      }),
+    };
+  }
+
+  private applyDecision(record: NotificationRecord, decision: DeliveryDecision, windowMs: number, now: number): void {
+    if (decision.reason) record.deliveryReason = decision.reason;
+    switch (decision.action) {
+      case 'deliver':
+      case 'queue':
+        this.deliverRecord(record, decision.action === 'queue' ? 'queue' : 'send');
+        return;
+      case 'defer':
+        record.deliverAt = decision.deliverAt ?? now + windowMs;
+        return;
+      case 'summarize':
+        // `high` while active is summarized at once and delivered in full once idle; the rest join the digest.
+        record.summaryAt = decision.summaryAt ?? (decision.fullWhenIdle ? now : this.nextDigestAt(now, windowMs));
+        if (decision.fullWhenIdle) record.fullWhenIdle = true;
+        return;
+      case 'persist':
+        this.persistRecord(record);
+        return;
+      case 'discard':
+        record.status = 'discarded';
+        record.discardedAt = now;
+        return;
+    }
+  }
+
+  /** The open digest's time, so summaries batch per window; a new window opens when none is open. */
+  private nextDigestAt(now: number, windowMs: number): number {
+    const open = (this.s.inbox ?? [])
+      .filter((r) => r.status === 'pending' && r.summaryAt !== undefined && r.summaryAt > now)
+      .map((r) => r.summaryAt!);
+    return open.length > 0 ? Math.min(...open) : now + windowMs;
+  }
+
+  /** The full `<notification>` signal of a record. */
+  private notificationInput(record: NotificationRecord, delivery: 'send' | 'queue'): ThreadInput {
+    return {
+      id: `notification:${record.id}:${record.deliveryAttempts}`,
+      agentId: this.s.run?.agentId ?? record.agentId,
+      delivery,
+      type: 'notification',
+      contents: record.summary,
+      attributes: notificationAttributes(record),
+    };
+  }
+
+  /**
+   * A full delivery: delivered to the active run or waking the thread. The record becomes `delivered` only then
+   * (SPEC §4.3); a delivery the thread refuses (a limit) counts as a failed attempt and is retried with backoff.
+   */
+  private deliverRecord(record: NotificationRecord, delivery: 'send' | 'queue'): void {
+    const input = this.notificationInput(record, delivery);
+    try {
+      this.validate(input);
+    } catch (err) {
+      this.failDelivery(record, (err as Error).message);
+      return;
+    }
+    const result = this.route(input);
+    if (result.action === 'persist' || result.action === 'discard') {
+      // Not delivered, and never due again by itself: nothing to retry.
+      delete record.deliverAt;
+      delete record.fullWhenIdle;
+      return;
+    }
+    const now = this.clock.now();
+    record.status = 'delivered';
+    record.deliveredAt = now;
+    record.deliveredSignalId = input.id;
+    record.updatedAt = now;
+    delete record.deliverAt;
+    delete record.summaryAt;
+    delete record.fullWhenIdle;
+  }
+
+  /** The full signal stored without waking or joining a run; the record stays pending (never marked delivered). */
+  private persistRecord(record: NotificationRecord): void {
+    const input = this.notificationInput(record, 'send');
+    this.route({ ...input, ifActive: { behavior: 'persist' }, ifIdle: { behavior: 'persist' } });
+  }
+
+  private failDelivery(record: NotificationRecord, error: string): void {
+    const now = this.clock.now();
+    record.deliveryAttempts += 1;
+    record.lastDeliveryError = error;
+    record.updatedAt = now;
+    if (record.deliveryAttempts >= this.config.maxDeliveryAttempts) {
+      record.status = 'failed';
+      delete record.deliverAt;
+      delete record.summaryAt;
+      delete record.fullWhenIdle;
+    } else {
+      const backoff = this.config.notificationRetryMs * 2 ** (record.deliveryAttempts - 1);
+      record.deliverAt = now + Math.min(backoff, 60_000);
+    }
+    this.emitRecord(record, record.status === 'failed' ? 'failed' : 'delivery-failed');
+  }
+
+  /** Something is due now: a deferred delivery, a summary, or a full delivery waiting for the thread to be idle. */
+  hasDueNotifications(): boolean {
+    const now = this.clock.now();
+    const idle = !this.s.run && this.s.queue.length === 0;
+    return (this.s.inbox ?? []).some(
+      (r) =>
+        r.status === 'pending' &&
+        ((r.deliverAt !== undefined && r.deliverAt <= now) ||
+          (r.summaryAt !== undefined && r.summaryAt <= now) ||
+          (idle && r.fullWhenIdle === true)),
+    );
+  }
+
+  /** The earliest future `deliverAt`/`summaryAt`: the one timer the workflow keeps for the inbox. */
+  nextNotificationDeadline(): number | undefined {
+    const now = this.clock.now();
+    let next: number | undefined;
+    for (const r of this.s.inbox ?? []) {
+      if (r.status !== 'pending') continue;
+      for (const at of [r.deliverAt, r.summaryAt]) {
+        if (at !== undefined && at > now && (next === undefined || at < next)) next = at;
+      }
+    }
+    return next;
+  }
+
+  /**
+   * Dispatches what is due (SPEC §4.3), urgent first: deferred full deliveries, full deliveries that waited for an
+   * idle thread, then one summary of every record due for one.
+   */
+  dispatchNotifications(): void {
+    const inbox = this.s.inbox;
+    if (!inbox || inbox.length === 0) return;
+    const now = this.clock.now();
+    const pending = () => inbox.filter((r) => r.status === 'pending');
+    for (const record of pending()
+      .filter((r) => r.deliverAt !== undefined && r.deliverAt <= now)
+      .sort(byPriority)) {
+      this.deliverRecord(record, 'send');
+      this.emitRecord(record, record.status === 'delivered' ? 'delivered' : 'updated');
+    }
+    if (!this.s.run && this.s.queue.length === 0) {
+      for (const record of pending()
+        .filter((r) => r.fullWhenIdle)
+        .sort(byPriority)) {
+        this.deliverRecord(record, 'send');
+        this.emitRecord(record, record.status === 'delivered' ? 'delivered' : 'updated');
+      }
+    }
+    const due = pending()
+      .filter((r) => r.summaryAt !== undefined && r.summaryAt <= now)
+      .sort(byPriority);
+    if (due.length > 0) this.summarize(due);
+  }
+
+  /** One `<notification-summary>` for every record due; a low-only digest is stored without waking the thread. */
+  private summarize(records: NotificationRecord[]): void {
+    const { attributes, text } = summaryOf(records);
+    const lowOnly = records.every((r) => r.priority === 'low');
+    const input: ThreadInput = {
+      id: `notification-summary:${this.s.eventSeq + 1}`,
+      agentId: this.s.run?.agentId ?? records[0].agentId,
+      delivery: 'send',
+      type: 'notification',
+      tagName: 'notification-summary',
+      contents: text,
+      attributes,
+      ...(lowOnly ? { ifIdle: { behavior: 'persist' as const } } : {}),
+    };
+    const now = this.clock.now();
+    try {
+      this.validate(input);
+    } catch {
+      // A limit refused it: try the digest again a little later, records untouched.
+      for (const r of records) r.summaryAt = now + this.config.notificationRetryMs;
+      return;
+    }
+    this.route(input);
+    for (const r of records) {
+      delete r.summaryAt;
+      r.summarySignalId = input.id;
+      r.updatedAt = now;
+      this.emitRecord(r, 'summarized');
+    }
+  }
+
+  /** Applications' `markSeen` / `dismiss` / `archive` (SPEC §4.4). Unknown ids change nothing. */
+  validateStatusChange(request: NotificationStatusRequest): void {
+    const ids = new Set((this.s.inbox ?? []).map((r) => r.id));
+    const unknown = request.ids.find((id) => !ids.has(id));
+    if (unknown !== undefined) throw new NotificationNotFoundError(unknown);
+  }
+
+  changeNotificationStatus(request: NotificationStatusRequest): NotificationRecord[] {
+    this.validateStatusChange(request);
+    const wanted = new Set(request.ids);
+    const changed = (this.s.inbox ?? []).filter((r) => wanted.has(r.id));
+    for (const record of changed) this.setStatus(record, request.change);
+    this.evictClosed();
+    return changed.map((r) => ({ ...r }));
+  }
+
+  private setStatus(record: NotificationRecord, change: 'seen' | 'dismiss' | 'archive'): void {
+    const now = this.clock.now();
+    if (change === 'seen') {
+      record.status = 'seen';
+      record.seenAt = now;
+    } else if (change === 'dismiss') {
+      record.status = 'dismissed';
+      record.dismissedAt = now;
+    } else {
+      record.status = 'archived';
+      record.archivedAt = now;
+    }
+    record.updatedAt = now;
+    delete record.deliverAt;
+    delete record.summaryAt;
+    delete record.fullWhenIdle;
+    this.emitRecord(record, record.status);
+  }
+
+  listNotifications(query: NotificationQuery = {}): RecordPage {
+    return pageOf(this.s.inbox ?? [], query, query.limit ?? 20, query.cursor);
+  }
+
+  /**
+   * The `notification-inbox` tool (SPEC §4.4), run by the workflow itself: it reads and changes the inbox, and
+   * `read` delivers the full notification as a signal (it joins the run at the next step), not as tool output.
+   */
+  inboxTool(input: InboxToolInput): unknown {
+    const inbox = this.s.inbox ?? [];
+    const find = (id: string) => {
+      const record = inbox.find((r) => r.id === id);
+      if (!record) throw new NotificationNotFoundError(id);
+      return record;
+    };
+    const filter = {
+      ...(input.priority ? { priority: [input.priority] } : {}),
+      ...(input.source ? { source: [input.source] } : {}),
+    };
+    switch (input.action) {
+      case 'list':
+      case 'search': {
+        const status = input.status
+          ? [input.status]
+          : input.action === 'list'
+            ? (['pending', 'delivered'] as const)
+            : undefined;
+        const page = pageOf(inbox, { ...filter, status, q: input.query }, input.limit);
+        for (const r of page.notifications)
+          if (r.status === 'pending' || r.status === 'delivered') this.setStatus(r, 'seen');
+        return { notifications: page.notifications.map((r) => withoutBody({ ...r })), hasMore: page.hasMore };
+      }
+      case 'read': {
+        const records = input.id
+          ? [find(input.id)]
+          : pageOf(inbox, { ...filter, status: [input.status ?? 'pending'] }, input.limit).notifications;
+        const read = records.map((record) => {
+          const injected = record.deliveredSignalId === undefined;
+          if (injected) {
+            const signal = this.notificationInput(record, 'send');
+            this.route(signal);
+            record.deliveredSignalId = signal.id;
+          }
+          this.setStatus(record, 'seen');
+          return { id: record.id, status: record.status, injected };
+        });
+        return { notifications: read, note: 'Full notifications arrive as <notification> signals.' };
+      }
+      case 'markSeen':
+      case 'dismiss':
+      case 'archive': {
+        const record = find(input.id!);
+        this.setStatus(record, input.action === 'markSeen' ? 'seen' : input.action);
+        return { notification: withoutBody({ ...record }) };
+      }
+    }
+  }
+
+  /** Over the bound, the oldest closed records leave the inbox; subscribers get each one in full first. */
+  private evictClosed(): void {
+    const inbox = this.s.inbox;
+    if (!inbox || inbox.length <= this.config.maxInboxRecords) return;
+    let excess = inbox.length - this.config.maxInboxRecords;
+    const leaving = new Set<string>();
+    for (const r of [...inbox].sort((a, b) => a.updatedAt - b.updatedAt)) {
+      if (excess === 0) break;
+      if (!isClosed(r)) continue;
+      leaving.add(r.id);
+      excess -= 1;
+      this.emit('notification-updated', { change: 'evicted', notification: r });
+    }
+    this.s.inbox = inbox.filter((r) => !leaving.has(r.id));
+  }
+
+  /**
+   * Announces a record's change. A record's announcement not yet published is replaced in place by the newer one:
+   * a burst of coalescing sends costs one event per record, not one per send, and the outbox stays bounded.
+   */
+  private emitRecord(record: NotificationRecord, change: string): void {
+    const payload = { change, notification: withoutBody({ ...record }) };
+    const queued = this.unpublishedRecordEvents.get(record.id);
+    if (queued && this.s.outbox.includes(queued)) {
+      queued.payload = payload;
+      queued.at = this.clock.now();
+      return;
+    }
+    this.emit('notification-updated', payload);
+    this.unpublishedRecordEvents.set(record.id, this.s.outbox[this.s.outbox.length - 1]);
+  }
+
   /** The whole thread, for continue-as-new. */
   snapshot(): ThreadSnapshot {
-    return { ...this.s, remembered: [...this.remembered.entries()] };
+    return {
+      ...this.s,
+      remembered: [...this.remembered.entries()],
+      rememberedBatches: [...this.rememberedBatches.entries()],
+    };
   }
 
   /** What `threadStateQuery` answers. */
@@ -856,6 +1349,7 @@ export class ThreadState {
       messageCount: this.s.messages.length,
       runsCompleted: this.s.runsCompleted,
       lanes: Object.entries(this.s.lanes ?? {}).map(([id, lane]) => laneView(id, lane)),
+      inbox: inboxCounts(this.s.inbox ?? []),
     };
   }
 }
@@ -890,6 +1384,7 @@ export interface ThreadView {
   messageCount: number;
   runsCompleted: number;
   lanes: (LaneTracking & { id: string; value?: unknown })[];
+  inbox: ReturnType<typeof inboxCounts>;
 }
 
 function toInputMessage(accepted: PendingInput, runId: string | undefined): InputMessage {

@@ -12,6 +12,7 @@ import {
   proxyActivities,
   patched,
   proxyLocalActivities,
+  type RetryPolicy,
   setHandler,
   sleep,
   uuid4,
@@ -24,13 +25,22 @@ import {
   abortRequestSchema,
   cancelQueuedRequestSchema,
   describeZodError,
+  inboxToolInputSchema,
+  notificationBatchSchema,
+  notificationQuerySchema,
+  notificationStatusRequestSchema,
   threadInputSchema,
   toolApprovalSchema,
+  type NotificationBatch,
   type ThreadInput,
 } from '../client/schemas';
 import {
   abortThreadUpdate,
   approveToolUpdate,
+  changeNotificationStatusUpdate,
+  notificationsQuery,
+  sendNotificationSignal,
+  submitNotificationsUpdate,
   cancelQueuedUpdate,
   queueMessageSignal,
   sendMessageSignal,
@@ -49,6 +59,7 @@ import {
   type RunState,
   type StepPlan,
   type ThreadConfigInput,
+  type NotificationSettings,
   type ToolWait,
   type ThreadSnapshot,
   UnchangedStateError,
@@ -63,6 +74,9 @@ export interface ThreadWorkflowArgs {
   /** Set by continue-as-new: the thread as the previous execution left it. */
   snapshot?: ThreadSnapshot;
 }
+
+/** Events per publish activity, in JSON bytes: far below Temporal's 2 MB payload limit. */
+const PUBLISH_BUDGET_BYTES = 256 * 1024;
 
 /** The workflow clock: deterministic inside the sandbox (it is the time of the current workflow task). */
 function workflowNow(): number {
@@ -90,11 +104,17 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     startToCloseTimeout: config.tool.startToCloseTimeoutMs,
     retry: { maximumAttempts: config.tool.maxAttempts },
   });
-  const { describeAgent } = proxyLocalActivities<Activities>({
+  const agentCallOptions = {
     startToCloseTimeout: '10 seconds',
     retry: { maximumAttempts: 3, initialInterval: '100 milliseconds' },
-  });
-  const publishRetry = { maximumAttempts: 20, initialInterval: '200 milliseconds', maximumInterval: '5 seconds' };
+  } as const;
+  const { describeAgent: describeAgentLocally } = proxyLocalActivities<Activities>(agentCallOptions);
+  const { describeAgent: describeAgentActivity, decideNotifications } = proxyActivities<Activities>(agentCallOptions);
+  const publishRetry: RetryPolicy = {
+    maximumAttempts: 20,
+    initialInterval: '200 milliseconds',
+    maximumInterval: '5 seconds',
+  };
   const { publishEvents: publishEventsLocally } = proxyLocalActivities<Activities>({
     startToCloseTimeout: '30 seconds',
     retry: publishRetry,
@@ -111,6 +131,27 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     patched('publish-events-as-activity')
       ? publishEventsActivity(threadKeyArg, events)
       : publishEventsLocally(threadKeyArg, events);
+
+  // Asked once per agent per execution (a deploy that changes an agent reaches threads at their next execution).
+  // A regular activity: a local one awaited by an update handler while the dispatcher runs replayed its result at a
+  // different point than it arrived (nondeterminism, seen under bursts of notifications). Histories recorded with
+  // the local activity keep it; those from before profiles existed skip it.
+  const describeAgent = (agentId: string): Promise<AgentProfile | null> =>
+    patched('agent-profile-activity') ? describeAgentActivity(agentId) : describeAgentLocally(agentId);
+  const profiles = new Map<string, Promise<AgentProfile | null>>();
+  const profileOf = async (agentId: string): Promise<AgentProfile | null> => {
+    if (!patched('agent-profile')) return null;
+    // One request per agent, shared by every handler that needs it meanwhile.
+    let profile = profiles.get(agentId);
+    if (!profile) {
+      profile = describeAgent(agentId).catch((err: Error) => {
+        log.warn('Could not describe the agent; using the thread defaults', { agentId, error: err.message });
+        return null;
+      });
+      profiles.set(agentId, profile);
+    }
+    return profile;
+  };
 
   // Signals never throw: a bad payload is logged and dropped, the thread untouched.
   const onSignal = (name: string) => (raw: unknown) => {
@@ -176,6 +217,68 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       },
     },
   );
+  /** The agent's policy for a send, and its `decide()` answers when it has one (user code: a local activity). */
+  const notificationSettings = async (batch: NotificationBatch): Promise<NotificationSettings> => {
+    const profile = await profileOf(batch.agentId);
+    const settings: NotificationSettings = {};
+    const n = profile?.notifications;
+    if (!n) return settings;
+    if (n.deliveryPolicy) settings.policy = n.deliveryPolicy;
+    if (n.digestWindowMs !== undefined) settings.digestWindowMs = n.digestWindowMs;
+    if (n.hasDecide) {
+      settings.decided = await decideNotifications(batch.agentId, batch.notifications, {
+        ...thread.key,
+        threadState: thread.isActive() ? 'active' : 'idle',
+      });
+    }
+    return settings;
+  };
+  setHandler(
+    submitNotificationsUpdate,
+    async (batch) => {
+      updatesSeen += 1;
+      return thread.acceptNotifications(batch, await notificationSettings(batch));
+    },
+    {
+      validator: (raw) => {
+        validateControl(notificationBatchSchema, raw);
+        thread.validateNotifications(raw);
+      },
+    },
+  );
+  setHandler(sendNotificationSignal, async (raw) => {
+    signalsSeen += 1;
+    const parsed = notificationBatchSchema.safeParse(raw);
+    if (!parsed.success) {
+      log.warn('Dropped invalid sendNotification payload', { error: describeZodError(parsed.error) });
+      return;
+    }
+    try {
+      thread.validateNotifications(parsed.data);
+    } catch (err) {
+      log.warn(`Dropped notifications ${parsed.data.id}`, { error: (err as Error).message });
+      return;
+    }
+    thread.acceptNotifications(parsed.data, await notificationSettings(parsed.data));
+  });
+  setHandler(
+    changeNotificationStatusUpdate,
+    (request) => {
+      updatesSeen += 1;
+      return thread.changeNotificationStatus(request);
+    },
+    {
+      validator: (raw) => {
+        validateControl(notificationStatusRequestSchema, raw);
+        thread.validateStatusChange(raw);
+      },
+    },
+  );
+  setHandler(notificationsQuery, (raw) => {
+    const parsed = notificationQuerySchema.safeParse(raw ?? {});
+    if (!parsed.success) throw new Error(`Invalid query: ${describeZodError(parsed.error)}`);
+    return thread.listNotifications(parsed.data);
+  });
   setHandler(threadStateQuery, () => thread.view());
   setHandler(threadMessagesQuery, ({ limit = 50, before } = {}) => {
     const all = thread.messages;
@@ -196,12 +299,14 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
   };
 
   let publishBackoffMs = 1_000;
-  const publish = async (): Promise<void> => {
-    const events = thread.takeOutbox();
-    if (events.length === 0) return;
+  /** Publishes the oldest events; false when the bus is down (the events stay in the outbox, in order). */
+  const publish = async (): Promise<boolean> => {
+    const events = thread.takeOutbox(PUBLISH_BUDGET_BYTES);
+    if (events.length === 0) return true;
     try {
       await publishEvents(key, events);
       publishBackoffMs = 1_000;
+      return true;
     } catch (err) {
       // The bus is down beyond the local activity's retries: keep the events, in order, and try again later.
       // Failing here would fail the thread's workflow; an outage of the stream must not cost the conversation.
@@ -209,6 +314,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       thread.restoreOutbox(events);
       await sleep(publishBackoffMs);
       publishBackoffMs = Math.min(publishBackoffMs * 2, 60_000);
+      return false;
     }
   };
 
@@ -224,6 +330,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     cancelWhen: () => boolean,
     resumeData?: unknown,
   ): Promise<ToolResultPart> => {
+    if (call.builtin === 'notification-inbox') return runInboxTool(plan, call);
     try {
       return await cancellable(cancelWhen, () =>
         runTool({
@@ -240,6 +347,25 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
         ? 'the run was aborted'
         : (((err as Error).cause as Error | undefined)?.message ?? (err as Error).message);
       return toolError(plan, call, `Tool ${call.toolName} failed: ${reason}`);
+    }
+  };
+
+  /** The inbox tool works on the thread's own state, so the workflow runs it: no activity, no race. */
+  const runInboxTool = (plan: ToolStep, call: ToolCall): ToolResultPart => {
+    const parsed = inboxToolInputSchema.safeParse(call.input);
+    if (!parsed.success) return toolError(plan, call, `Invalid input: ${describeZodError(parsed.error)}`);
+    try {
+      const output = thread.inboxTool(parsed.data);
+      const result: ToolResultPart = {
+        type: 'tool-result',
+        toolCallId: call.toolCallId,
+        toolName: call.toolName,
+        output,
+      };
+      thread.emit('tool-result', result, plan.runId);
+      return result;
+    } catch (err) {
+      return toolError(plan, call, (err as Error).message);
     }
   };
 
@@ -296,23 +422,6 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     }
   };
 
-  // Asked once per agent per execution (a deploy that changes an agent reaches threads at their next execution).
-  // A local activity: no side effect, no extra round trip. Histories recorded before profiles existed skip it.
-  const profiles = new Map<string, AgentProfile | null>();
-  const profileOf = async (agentId: string): Promise<AgentProfile | null> => {
-    if (!patched('agent-profile')) return null;
-    if (!profiles.has(agentId)) {
-      let profile: AgentProfile | null = null;
-      try {
-        profile = await describeAgent(agentId);
-      } catch (err) {
-        log.warn('Could not describe the agent; using the thread defaults', { agentId, error: (err as Error).message });
-      }
-      profiles.set(agentId, profile);
-    }
-    return profiles.get(agentId) ?? null;
-  };
-
   const step = async (): Promise<void> => {
     const run = thread.run!;
     if (run.abortRequested) {
@@ -321,9 +430,14 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     }
     const decided = thread.takeDecidedTools();
     if (decided) {
+      // The decisions' events go out before any tool runs (a tool's result is published by its own activity).
+      if (patched('publish-before-decided-tools')) await publish();
       await runDecidedTools(run, decided);
       return;
     }
+    // A burst of handler events (a thousand notifications) goes out before the step, in budget-sized batches: the
+    // step publishes what is left ahead of its own events, so the order holds and its input stays small.
+    while (thread.outboxExceeds(PUBLISH_BUDGET_BYTES)) await publish();
     const profile = await profileOf(run.agentId);
     const plan = thread.planStep({ contextWindow: profile?.contextWindow, ownedLanes: profile?.ownedLanes });
     let result: StepResult;
@@ -365,22 +479,68 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     }
   };
 
+  // One durable timer for the earliest deadline (an approval timeout, a deferred notification, a digest), re-armed
+  // only when that deadline changes: due in three hours means three hours, across any number of worker restarts.
+  interface ArmedTimer {
+    at: number;
+    fired: boolean;
+    scope: CancellationScope;
+  }
+  let timer = null as ArmedTimer | null;
+  const armTimer = (at: number | undefined): void => {
+    if (timer && !timer.fired && timer.at === at) return;
+    if (timer && !timer.fired) timer.scope.cancel();
+    timer = null;
+    if (at === undefined) return;
+    const armed: ArmedTimer = { at, fired: false, scope: new CancellationScope() };
+    armed.scope
+      .run(() => sleep(Math.max(1, at - workflowNow())))
+      .then(
+        () => (armed.fired = true),
+        () => undefined, // cancelled: a nearer deadline replaced it
+      );
+    timer = armed;
+  };
+  const earliest = (...times: (number | undefined)[]): number | undefined => {
+    const set = times.filter((t): t is number => t !== undefined);
+    return set.length > 0 ? Math.min(...set) : undefined;
+  };
+  // The dispatcher runs beside the main loop, so what is due goes out on time even while a step is in flight: a
+  // digest or a deferred notification then joins the run at its next step boundary, retries keep their schedule.
+  const nextDeadline = () => earliest(thread.approvalDeadline(), thread.nextNotificationDeadline());
+  const dispatcher = async (): Promise<never> => {
+    for (;;) {
+      const next = nextDeadline();
+      armTimer(next);
+      await condition(() => timer?.fired === true || thread.hasDueNotifications() || nextDeadline() !== next);
+      if (timer?.fired) timer = null;
+      thread.expireApprovals();
+      thread.dispatchNotifications();
+    }
+  };
+  void dispatcher();
+
   const ready = () => thread.hasWork() || wantsContinueAsNew();
   for (;;) {
-    const deadline = thread.approvalDeadline();
-    // A parked run with an approval timeout waits on a durable timer: the decline happens even after restarts.
-    if (deadline === undefined) await condition(ready);
-    else await condition(ready, Math.max(1, deadline - workflowNow()));
-    thread.expireApprovals();
+    await condition(ready);
     if (wantsContinueAsNew()) break;
     if (!thread.run && thread.startNextQueued()) continue;
     if (thread.run && (!thread.isParked() || thread.run.abortRequested)) await step();
     else await publish();
   }
 
-  // Continue-as-new only between steps, after every handler finished, with the outbox flushed: nothing is lost.
+  // Continue-as-new only between steps, after every handler finished, with the outbox flushed: nothing is lost, and
+  // the next execution's input stays small (events of handlers that finished meanwhile are published too).
   await publish();
   await condition(allHandlersFinished);
+  if (patched('flush-outbox-before-continue-as-new')) {
+    // Until what is left fits one publish (it converges: a record's unpublished announcements collapse into one),
+    // and not while the bus is down: then the rest travels in the snapshot.
+    while (thread.outboxExceeds(PUBLISH_BUDGET_BYTES)) {
+      if (!(await publish())) break;
+      await condition(allHandlersFinished);
+    }
+  }
   await continueAsNew<typeof threadWorkflow>({
     resourceId: args.resourceId,
     threadId: args.threadId,

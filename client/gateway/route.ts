@@ -6,7 +6,9 @@
  * - A route that names a thread declares where: `thread: 'path'` (`/api/threads/:resourceId/:threadId/...`) or
  *   `thread: 'body'` (a body schema with `resourceId` and `threadId`). `registerRoute` parses it and authorizes the
  *   caller for its `resourceId` (403) before the handler runs, and hands the handler that `target`; handlers act on
- *   it, never on ids they read from the context themselves.
+ *   it, never on ids they read from the context themselves. A body without `resourceId` gets the caller's only
+ *   resource, if its key has exactly one (Mastra's client leaves it out).
+ * - A route may `prepare` the raw body (map another client's fields onto its schema) before it is validated.
  * - `registerRoute` refuses, at start-up, a route whose path or body names a thread while it declares another source
  *   (or `'none'`): forgetting the declaration fails every test instead of opening a hole.
  */
@@ -14,7 +16,7 @@ import type { Context, Hono } from 'hono';
 import { z } from 'zod';
 import { NotFoundError, UnauthorizedError, ValidationError } from '../errors';
 import { describeZodError, threadTargetSchema, type ThreadTarget } from '../schemas';
-import { authorizeTarget, type GatewayEnv } from './auth';
+import { authorizeTarget, type Caller, type GatewayEnv } from './auth';
 
 /** Where a route's request names its thread. */
 export type ThreadSource = 'path' | 'body' | 'none';
@@ -45,6 +47,11 @@ export interface RouteSpec<P extends string, T extends ThreadSource, B, Q> {
   thread: T;
   /** JSON body schema (a `z.object`, so the gateway can see whether it names a thread). */
   body?: z.ZodObject & z.ZodType<B>;
+  /**
+   * Maps the raw JSON body onto `body` before it is validated, for requests written for another server's dialect
+   * (Mastra's, `./mastra-requests`). Throws `ValidationError` to refuse a field it cannot map.
+   */
+  prepare?: (raw: unknown) => unknown;
   /** Query string schema (a `z.object` of string fields). */
   query?: z.ZodObject & z.ZodType<Q>;
   /** Request headers the route reads, name → description, for the document (SSE routes get Last-Event-ID). */
@@ -118,7 +125,9 @@ export function registerRoute(app: Hono<GatewayEnv>, route: Route, agents: Reado
   app.on(route.method.toUpperCase(), route.path, async (c) => {
     const pathTarget = route.thread === 'path' ? threadTarget(c, pathThread(c)) : undefined;
     const agentId = hasAgent ? knownAgent(c, agents) : undefined;
-    const body = route.body ? await jsonBody(c, route.body) : undefined;
+    const body = route.body
+      ? await jsonBody(c, route.body, (raw) => prepareBody(route, raw, c.get('caller')))
+      : undefined;
     const query = route.query ? parse(route.query, c.req.query(), 'query') : undefined;
     const target = route.thread === 'body' ? threadTarget(c, body as ThreadTarget) : pathTarget;
     return route.handle({ c, agentId, target, body, query });
@@ -151,14 +160,34 @@ function knownAgent(c: Context, agents: ReadonlySet<string>): string {
   return id;
 }
 
-async function jsonBody<T>(c: Context, schema: z.ZodType<T>): Promise<T> {
+async function jsonBody<T>(c: Context, schema: z.ZodType<T>, prepare: (raw: unknown) => unknown): Promise<T> {
   let raw: unknown;
   try {
     raw = await c.req.json();
   } catch {
     throw new ValidationError('The request body must be JSON (Content-Type: application/json).');
   }
-  return parse(schema, raw, 'request body');
+  return parse(schema, prepare(raw), 'request body');
+}
+
+/** The route's own mapping, then, on a body that names its thread, the default `resourceId`. */
+function prepareBody(route: Route, raw: unknown, caller: Caller | undefined): unknown {
+  const prepared = route.prepare ? route.prepare(raw) : raw;
+  return route.thread === 'body' ? withDefaultResource(prepared, caller) : prepared;
+}
+
+/**
+ * A body without `resourceId` (Mastra's client makes it optional) gets the one resource the caller's key is bound
+ * to; with no such single resource the caller must name it.
+ */
+export function withDefaultResource(raw: unknown, caller: Caller | undefined): unknown {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
+  const body = raw as Record<string, unknown>;
+  if (body.resourceId !== undefined || body.threadId === undefined) return raw;
+  if (caller && caller.resources !== '*' && caller.resources.size === 1) {
+    return { ...body, resourceId: [...caller.resources][0] };
+  }
+  throw new ValidationError('resourceId is required: a Threadline thread is (resourceId, threadId).');
 }
 
 function parse<T>(schema: z.ZodType<T>, raw: unknown, what: string): T {

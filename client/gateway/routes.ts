@@ -16,10 +16,11 @@
  *     c.json(await client.agent(agentId).sendStateSignal(body.signal, target)),
  * }),
  */
+import type { Context } from 'hono';
 import { z } from 'zod';
 import type { AgentDefinition } from '../../activities/agent';
 import { defaultModelName, type ModelSettings } from '../../activities/model';
-import type { ThreadlineClient } from '../connect';
+import type { SendResult, ThreadlineClient } from '../connect';
 import { NotFoundError, ValidationError } from '../errors';
 import {
   abortRequestSchema,
@@ -27,11 +28,22 @@ import {
   ifActiveSchema,
   ifIdleSchema,
   messageSchema,
+  notificationInputSchema,
+  notificationPriorities,
+  notificationStatuses,
   signalSchema,
   stateSignalSchema,
   threadTargetSchema,
   toolApprovalSchema,
 } from '../schemas';
+import {
+  echoOf,
+  fromMastraApprovalBody,
+  fromMastraSendBody,
+  mastraSendAnswer,
+  takeCreatedAt,
+  type SignalEcho,
+} from './mastra-requests';
 import { documentedAs, openApiDocument } from './openapi';
 import { defineRoute, type Route } from './route';
 import { streamThread, type StreamDeps } from './sse';
@@ -66,6 +78,34 @@ const toolApprovalBodySchema = threadTargetSchema.extend(toolApprovalSchema.shap
   format: z.unknown().optional(),
 });
 
+const notificationBodySchema = threadTargetSchema.extend({
+  notification: documentedAs(z.unknown(), notificationInputSchema).optional(),
+  notifications: documentedAs(z.unknown(), z.array(notificationInputSchema)).optional(),
+});
+
+/** `a,b` → `['a', 'b']`, for list filters in a query string. */
+const commaList = <T extends string>(values: readonly [T, ...T[]]) =>
+  z
+    .string()
+    .transform((v) => v.split(',').filter(Boolean))
+    .pipe(z.array(z.enum(values)));
+const notificationsQuerySchema = z.object({
+  status: commaList(notificationStatuses).optional(),
+  priority: commaList(notificationPriorities).optional(),
+  source: z
+    .string()
+    .transform((v) => v.split(',').filter(Boolean))
+    .optional(),
+  q: z.string().max(1_000).optional(),
+  limit: z
+    .string()
+    .regex(/^\d+$/, 'must be a whole number from 1 to 200')
+    .transform(Number)
+    .pipe(z.number().int().min(1).max(200))
+    .optional(),
+  cursor: z.string().max(256).optional(),
+});
+
 const subscribeBodySchema = threadTargetSchema.extend({
   lastEventId: z.string().optional(),
   hideSignals: z.boolean().optional(),
@@ -87,9 +127,31 @@ const messagesQuerySchema = z.object({
   before: z.string().optional(),
 });
 
+const abortBodySchema = threadTargetSchema.extend(abortRequestSchema.shape).extend({
+  expectedRunId: z.string().optional(),
+});
+
 const IDEMPOTENCY_HEADER = { 'Idempotency-Key': 'Idempotency key when the input carries no id of its own.' };
-/** Send options carrying the `Idempotency-Key` header's value, when one was sent. */
-const idempotency = (header: string | undefined): { id?: string } => (header ? { id: header } : {});
+
+const MASTRA_SEND_ANSWER =
+  'Answers `{ accepted, action, runId, signalId, signal, duplicate? }` (the shape `@mastra/client-js` expects): ' +
+  '`runId` is the run woken, joined or queued, or the `signalId` when no run is involved (`persist`, `discard`); ' +
+  '`signal` is the input as accepted. A `blocked` action answers 409.';
+
+/**
+ * Sends with the `Idempotency-Key` header as the input's fallback id and answers the thread's decision: 409 for a
+ * `blocked` input. `echo` (Mastra's routes) adds the fields Mastra's client expects.
+ */
+async function answerSend(
+  c: Context,
+  send: (options: { id?: string }) => Promise<SendResult>,
+  echo?: SignalEcho,
+): Promise<Response> {
+  const key = c.req.header('Idempotency-Key');
+  const { persisted: _persisted, ...result } = await send(key ? { id: key } : {});
+  const status = result.action === 'blocked' ? 409 : 200;
+  return c.json(echo ? mastraSendAnswer(result, echo, new Date()) : result, status);
+}
 
 export function gatewayRoutes(deps: RouteDeps): Route[] {
   const { client } = deps;
@@ -128,20 +190,18 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
           route === 'send-message'
             ? 'Send a message: wakes an idle thread, or joins the active run at its next step boundary.'
             : 'Queue a message: runs after the active run (and the runs queued before it) finishes.',
-        description:
-          'Idempotency key: the message id, else the Idempotency-Key header. Answers ' +
-          '`{ accepted, action, runId?, signalId, duplicate? }`; a `blocked` action answers 409.',
+        description: `Idempotency key: the message id, else the Idempotency-Key header. ${MASTRA_SEND_ANSWER}`,
         thread: 'body',
         body: sendBodySchema,
+        prepare: fromMastraSendBody,
         headers: IDEMPOTENCY_HEADER,
         statuses: [409],
-        handle: async ({ c, agentId, body }) => {
+        handle: ({ c, agentId, body }) => {
           if (body.message === undefined) throw new ValidationError('Invalid request body: message: Required');
           const agent = client.agent(agentId);
           const send = route === 'send-message' ? agent.sendMessage : agent.queueMessage;
-          const options = idempotency(c.req.header('Idempotency-Key'));
-          const { persisted: _persisted, ...result } = await send.call(agent, body.message as never, body, options);
-          return c.json(result, result.action === 'blocked' ? 409 : 200);
+          const echo = echoOf('message', body.message);
+          return answerSend(c, (options) => send.call(agent, body.message as never, body, options), echo);
         },
       }),
     ),
@@ -150,17 +210,19 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
       method: 'post',
       path: '/api/agents/:agentId/signals',
       summary: 'Send a signal (user, reactive or notification; legacy type names accepted) to a thread.',
-      description: 'Idempotency key: the signal id, else the Idempotency-Key header. A `blocked` action answers 409.',
+      description: `Idempotency key: the signal id, else the Idempotency-Key header. ${MASTRA_SEND_ANSWER}`,
       thread: 'body',
       body: signalBodySchema,
+      prepare: fromMastraSendBody,
       headers: IDEMPOTENCY_HEADER,
       statuses: [409],
-      handle: async ({ c, agentId, body }) => {
-        const options = idempotency(c.req.header('Idempotency-Key'));
-        const { persisted: _persisted, ...result } = await client
-          .agent(agentId)
-          .sendSignal(body.signal as never, body, options);
-        return c.json(result, result.action === 'blocked' ? 409 : 200);
+      handle: ({ c, agentId, body }) => {
+        const { signal, createdAt } = takeCreatedAt(body.signal);
+        return answerSend(
+          c,
+          (options) => client.agent(agentId).sendSignal(signal as never, body, options),
+          echoOf('signal', signal, createdAt),
+        );
       },
     }),
 
@@ -177,13 +239,8 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
       body: stateSignalBodySchema,
       headers: IDEMPOTENCY_HEADER,
       statuses: [409],
-      handle: async ({ c, agentId, body }) => {
-        const options = idempotency(c.req.header('Idempotency-Key'));
-        const { persisted: _persisted, ...result } = await client
-          .agent(agentId)
-          .sendStateSignal(body.signal as never, body, options);
-        return c.json(result, result.action === 'blocked' ? 409 : 200);
-      },
+      handle: ({ c, agentId, body }) =>
+        answerSend(c, (options) => client.agent(agentId).sendStateSignal(body.signal as never, body, options)),
     }),
 
     defineRoute({
@@ -195,6 +252,7 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
         'call; 409: the call was already approved or declined.',
       thread: 'body',
       body: toolApprovalBodySchema,
+      prepare: fromMastraApprovalBody,
       statuses: [404, 409],
       handle: async ({ c, agentId, target, body }) => {
         const { toolCallId, approved, resumeData, declineReason } = body;
@@ -212,9 +270,19 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
       method: 'post',
       path: '/api/agents/:agentId/threads/abort',
       summary: "Abort the thread's active run; optionally clear inputs waiting for it.",
+      description:
+        'With `expectedRunId`, aborts only while that run is the active one, else answers `{ aborted: false }`. ' +
+        'The gateway reads the active run, then aborts: a run that ends in between lets the abort reach the run ' +
+        'started right after it (a window of one round trip to Temporal).',
       thread: 'body',
-      body: threadTargetSchema.extend(abortRequestSchema.shape),
-      handle: async ({ c, body }) => c.json(await client.abortThread(body)),
+      body: abortBodySchema,
+      handle: async ({ c, target, body }) => {
+        if (body.expectedRunId !== undefined) {
+          const view = await client.getThread(target);
+          if (view?.activeRun?.runId !== body.expectedRunId) return c.json({ aborted: false, clearedSignalIds: [] });
+        }
+        return c.json(await client.abortThread({ ...target, clearPendingSignals: body.clearPendingSignals }));
+      },
     }),
 
     defineRoute({
@@ -230,6 +298,10 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
       method: 'post',
       path: '/api/agents/:agentId/threads/subscribe',
       summary: "Subscribe to the thread's events (SSE). Resumes after Last-Event-ID (header) or lastEventId (body).",
+      description:
+        'Framed as `@mastra/client-js` reads it: `: connected`, then one `data: <event JSON>` block per event (the ' +
+        "event id is the JSON's `id`; no `id:` lines), and `data: [DONE]` when the gateway ends the stream. " +
+        '`resourceId` may be left out when the API key is bound to exactly one resource.',
       thread: 'body',
       body: subscribeBodySchema,
       responds: 'sse',
@@ -237,6 +309,7 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
         streamThread(c, deps, target, {
           lastEventId: c.req.header('Last-Event-ID') ?? body.lastEventId,
           hideSignals: body.hideSignals,
+          framing: 'data-only',
         }),
     }),
 
@@ -251,6 +324,7 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
         streamThread(c, deps, target, {
           lastEventId: c.req.header('Last-Event-ID') ?? query.lastEventId,
           hideSignals: query.hideSignals === 'true',
+          framing: 'event-source',
         }),
     }),
 
@@ -268,6 +342,60 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
         return c.json(view);
       },
     }),
+
+    defineRoute({
+      method: 'post',
+      path: '/api/agents/:agentId/notifications',
+      summary: "Drop one or more notifications into the thread's inbox (SPEC §4); the delivery policy decides.",
+      description:
+        'Body `{ notification | notifications, resourceId, threadId }`. Answers `{ accepted, notifications: [{ id, ' +
+        'status, action, coalesced, coalescedCount, deliveryReason? }], duplicate? }`. Idempotency key of the send: ' +
+        'the Idempotency-Key header. 409 when the inbox is full of open records.',
+      thread: 'body',
+      body: notificationBodySchema,
+      headers: IDEMPOTENCY_HEADER,
+      statuses: [409],
+      handle: async ({ c, agentId, target, body }) => {
+        const notifications = body.notifications ?? body.notification;
+        if (notifications === undefined) {
+          throw new ValidationError('Invalid request body: notification or notifications: Required');
+        }
+        const key = c.req.header('Idempotency-Key');
+        const options = key ? { id: key } : {};
+        return c.json(await client.agent(agentId).sendNotificationSignal(notifications as never, target, options));
+      },
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/api/threads/:resourceId/:threadId/notifications',
+      summary: "The thread's inbox, newest first: `{ notifications, hasMore, nextCursor }`.",
+      description:
+        'Filters: `status`, `priority`, `source` (comma-separated lists), `q` (text in summary, kind, source, ' +
+        'payload); paging: `limit` (1–200, default 20), `cursor` (the previous page’s nextCursor).',
+      thread: 'path',
+      statuses: [404],
+      query: notificationsQuerySchema,
+      handle: async ({ c, target, query }) => {
+        const page = await client.listNotifications(target, query);
+        if (!page) throw new NotFoundError(`No thread ${target.resourceId}/${target.threadId}.`);
+        return c.json(page);
+      },
+    }),
+
+    ...(['seen', 'dismiss', 'archive'] as const).map((change) =>
+      defineRoute({
+        method: 'post',
+        path: `/api/threads/:resourceId/:threadId/notifications/:notificationId/${change}`,
+        summary: `Mark an inbox record ${change === 'seen' ? 'seen' : change === 'dismiss' ? 'dismissed' : 'archived'}; answers the record.`,
+        thread: 'path',
+        statuses: [404],
+        handle: async ({ c, target }) => {
+          const [record] = await client.changeNotificationStatus(target, [c.req.param('notificationId')!], change);
+          return c.json(record);
+        },
+      }),
+    ),
 
     defineRoute({
       method: 'get',

@@ -1,6 +1,13 @@
 /**
- * A thread's events as Server-Sent Events: one message per event (its bus id as the `id:` line, so browsers resume
- * with `Last-Event-ID`), and a `: keep-alive` comment after a stretch of silence so proxies keep the stream open.
+ * A thread's events as Server-Sent Events, one message per event (its JSON from `toWireEvent`), and a `: keep-alive`
+ * comment after a stretch of silence so proxies keep the stream open. Two framings:
+ *
+ * - `event-source` (`GET …/events`): `data: {…}` then `id: <event id>`, so a browser's EventSource resumes with
+ *   `Last-Event-ID`.
+ * - `data-only` (`POST …/threads/subscribe`): Mastra's framing, which `@mastra/client-js` parses by taking everything
+ *   after `data: ` up to the blank line as one JSON document (an `id:` line there would break its parse): `: connected`
+ *   first, exactly `data: {…}` per event, and `data: [DONE]` when the gateway ends the stream itself. The event id is
+ *   inside the JSON, where Threadline's SDK reads it for `Last-Event-ID`.
  */
 import type { Context } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
@@ -10,6 +17,7 @@ import { ValidationError } from '../errors';
 import type { ThreadTarget } from '../schemas';
 import { threadKey } from '../../workflows/ids';
 import type { SubscriberLimit } from './limits';
+import { toWireEvent } from './wire-event';
 
 export interface StreamDeps {
   client: ThreadlineClient;
@@ -17,9 +25,13 @@ export interface StreamDeps {
   keepAliveMs: number;
 }
 
+/** How events are framed: with `id:` lines for EventSource, or Mastra's `data:`-only blocks. */
+export type StreamFraming = 'event-source' | 'data-only';
+
 export interface StreamOptions {
   lastEventId?: string;
   hideSignals?: boolean;
+  framing: StreamFraming;
 }
 
 /** Streams `target`'s events; 429 when the thread has its limit of subscribers here, 400 for a bad Last-Event-ID. */
@@ -27,7 +39,7 @@ export function streamThread(
   c: Context,
   deps: StreamDeps,
   target: ThreadTarget,
-  { lastEventId, hideSignals }: StreamOptions,
+  { lastEventId, hideSignals, framing }: StreamOptions,
 ): Response {
   const release = deps.subscribers.acquire(
     threadKey(target.resourceId, target.threadId),
@@ -46,12 +58,16 @@ export function streamThread(
     let keepAlive: ReturnType<typeof keepAliveEvery> | undefined;
     try {
       sse.onAbort(() => subscription.unsubscribe());
+      // As Mastra's server does: the client sees the stream start before any event is published.
+      if (framing === 'data-only') await sse.write(': connected\n\n');
       keepAlive = keepAliveEvery(sse, deps.keepAliveMs);
       for await (const event of subscription.stream) {
         keepAlive.touch();
-        await writeEvent(sse, event);
+        await writeEvent(sse, event, framing);
         if (sse.aborted || sse.closed) break;
       }
+      // The gateway ended the stream (its bus closed), not the client: say so, as Mastra's server does.
+      if (framing === 'data-only' && !sse.aborted && !sse.closed) await sse.write('data: [DONE]\n\n');
     } finally {
       keepAlive?.stop();
       subscription.unsubscribe();
@@ -61,8 +77,11 @@ export function streamThread(
   });
 }
 
-async function writeEvent(sse: SSEStreamingApi, event: ThreadEvent): Promise<void> {
-  await sse.writeSSE({ id: event.id, data: JSON.stringify(event) });
+async function writeEvent(sse: SSEStreamingApi, event: ThreadEvent, framing: StreamFraming): Promise<void> {
+  // JSON.stringify escapes line breaks, so the data is always one line.
+  const data = JSON.stringify(toWireEvent(event));
+  if (framing === 'event-source') await sse.writeSSE({ id: event.id, data });
+  else await sse.write(`data: ${data}\n\n`);
 }
 
 function keepAliveEvery(sse: SSEStreamingApi, ms: number): { touch(): void; stop(): void } {

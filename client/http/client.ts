@@ -78,6 +78,17 @@ function ownId(value: unknown, field = 'id'): string | undefined {
   return typeof id === 'string' && id !== '' ? id : undefined;
 }
 
+/**
+ * The send result as `connect()` returns it, without the fields the gateway adds for `@mastra/client-js`: its
+ * `signal` echo, and `runId` where no run is involved (Mastra's answer puts the signal's id there; run ids never
+ * equal an input's id).
+ */
+function threadlineResult({ signal: _signal, ...answer }: InputResult & { signal?: unknown }): InputResult {
+  if (answer.runId !== answer.signalId) return answer;
+  const { runId: _runId, ...result } = answer;
+  return result;
+}
+
 export class ThreadlineHttpClient {
   private readonly base: string;
   private readonly prefix: string;
@@ -252,13 +263,13 @@ export class HttpAgent {
   }
 
   private async send(route: string, body: object, key: string): Promise<HttpSendResult> {
-    const result = await this.client.request<InputResult>('POST', this.path(route), {
+    const answer = await this.client.request<InputResult & { signal?: unknown }>('POST', this.path(route), {
       body,
       headers: { 'idempotency-key': key },
       retry: true,
     });
     // The gateway answers once the thread has recorded the input.
-    return { ...result, persisted: Promise.resolve() };
+    return { ...threadlineResult(answer), persisted: Promise.resolve() };
   }
 
   /**

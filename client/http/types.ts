@@ -1,14 +1,37 @@
 /**
- * The HTTP SDK's request and answer shapes. Input types are shared with the TypeScript client (types only: nothing
- * of zod or Temporal reaches a browser bundle); notification shapes follow SPEC §4.
+ * The HTTP SDK's request and answer shapes. Shapes the gateway passes through from the thread are the TypeScript
+ * client's and the workflow's own types, imported as types only (they vanish at build time: nothing of zod, Temporal
+ * or Node reaches a browser bundle); notification shapes follow SPEC §4.
  */
 import type { SendTarget } from '../inputs';
-import type { Attributes, InputResult, MessageInput, SignalInput, StateSignalInput, ThreadTarget } from '../schemas';
+import type {
+  InputResult,
+  MessageInput,
+  NotificationInput,
+  NotificationPriority,
+  NotificationStatus,
+  SignalInput,
+  StateSignalInput,
+  ThreadTarget,
+} from '../schemas';
 import type { MessagesPage } from '../../workflows/definitions';
-import type { AbortResult, ThreadView } from '../../workflows/thread-state';
+import type { NotificationRecord } from '../../workflows/inbox';
+import type {
+  AbortResult,
+  ThreadView,
+  ToolApproval,
+  ToolApprovalResult as ThreadToolApprovalResult,
+} from '../../workflows/thread-state';
 
 export type { AbortResult, InputResult, MessageInput, MessagesPage, SendTarget, SignalInput, StateSignalInput };
-export type { ThreadTarget, ThreadView };
+export type {
+  NotificationInput,
+  NotificationPriority,
+  NotificationRecord,
+  NotificationStatus,
+  ThreadTarget,
+  ThreadView,
+};
 
 export interface HttpClientOptions {
   /** The gateway, e.g. `http://127.0.0.1:4111`. */
@@ -36,62 +59,9 @@ export interface SendOptions {
   id?: string;
 }
 
-export type NotificationPriority = 'urgent' | 'high' | 'medium' | 'low';
-export type NotificationStatus = 'pending' | 'delivered' | 'seen' | 'dismissed' | 'archived' | 'discarded' | 'failed';
-
-/** `sendNotificationSignal`'s input (SPEC §4.1). */
-export interface NotificationInput {
-  source: string;
-  kind: string;
-  summary: string;
-  priority?: NotificationPriority;
-  payload?: unknown;
-  sourceId?: string;
-  dedupeKey?: string;
-  coalesceKey?: string;
-  attributes?: Attributes;
-  metadata?: Record<string, unknown>;
-}
-
-/** An inbox record (SPEC §4.1). Times are milliseconds since the epoch, or null. */
-export interface NotificationRecord {
-  id: string;
-  threadId: string;
-  resourceId: string;
-  agentId: string;
-  source: string;
-  kind: string;
-  priority: NotificationPriority;
-  status: NotificationStatus;
-  summary: string;
-  payload?: unknown;
-  sourceId?: string | null;
-  dedupeKey?: string | null;
-  coalesceKey?: string | null;
-  coalescedCount: number;
-  attributes?: Attributes;
-  metadata?: Record<string, unknown>;
-  createdAt: number;
-  updatedAt: number;
-  deliverAt?: number | null;
-  summaryAt?: number | null;
-  deliveryReason?: string | null;
-  deliveryAttempts?: number;
-  lastDeliveryError?: string | null;
-  deliveredSignalId?: string | null;
-  summarySignalId?: string | null;
-  deliveredAt?: number | null;
-  seenAt?: number | null;
-  dismissedAt?: number | null;
-  archivedAt?: number | null;
-  discardedAt?: number | null;
-}
-
 /** The gateway's answer to `POST /notifications`: the record(s) and the policy's decision(s). */
-export interface NotificationSendResult {
-  accepted: true;
-  [field: string]: unknown;
-}
+/** What the thread did with each notification of a send. */
+export type { NotificationSendResult } from '../../workflows/thread-state';
 
 /** Filters of `GET /threads/:r/:t/notifications`; a list is sent comma-separated. */
 export interface NotificationQuery {
@@ -111,21 +81,11 @@ export interface NotificationPage {
   nextCursor?: string | null;
 }
 
-export interface ToolApprovalRequest extends ThreadTarget {
-  toolCallId: string;
-  approved: boolean;
-  /** Passed to the tool when approved. */
-  resumeData?: unknown;
-  /** What the model reads when declined. Default: `Tool call was not approved by the user`. */
-  declineReason?: string;
-}
+/** `sendToolApproval`'s request: the thread, the tool call, `approved`, and `resumeData?` / `declineReason?`. */
+export type ToolApprovalRequest = ThreadTarget & ToolApproval;
 
-export interface ToolApprovalResult {
-  accepted: true;
-  runId: string;
-  toolCallId?: string;
-  [field: string]: unknown;
-}
+/** The gateway's answer to `sendToolApproval`: `{ accepted, runId, toolCallId, status }`. */
+export type ToolApprovalResult = ThreadToolApprovalResult;
 
 /** An agent as `GET /api/agents` lists it. */
 export interface AgentSummary {

@@ -1,11 +1,16 @@
 /**
- * Many machines, for real (issue 4, SPEC §5 and §7): two worker processes and two gateway processes on one dev server
- * and one Redis, all on loopback, driven over HTTP and SSE like a browser would. Workers and gateways die by SIGKILL.
+ * Many machines, for real (issue 4, SPEC §2.4, §5 and §7): two worker processes and two gateway processes on one dev
+ * server and one Redis, all on loopback, driven over HTTP and SSE like a browser would. Workers and gateways die by
+ * SIGKILL. Tools run in the worker processes; they record each call in a file the test reads (test-agents.ts).
  *
  * Every test starts its own cluster (fresh task queue, model server, processes) and kills it when it ends. Waits have
  * generous upper bounds: a killed worker's step is retried only after its heartbeat timeout, and the thread's next
  * workflow task may first wait out the dead worker's sticky queue (3 s, worker/index.ts); the machine may be busy.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { RedisBus } from '../../client/bus/redis';
 import type { ThreadEvent } from '../../client/bus/types';
@@ -21,9 +26,11 @@ import {
   workerEnvFor,
   type GatewayProcess,
   type WorkerProcess,
+  type WorkerProcessEnv,
 } from '../support/processes';
 import { startRedis, type RedisServer } from '../support/redis';
 import { openSse, sseEvents, type SseStream } from '../support/sse';
+import { readToolLog, type ToolLogEntry } from '../support/test-agents';
 
 const WAIT_MS = 60_000;
 
@@ -38,9 +45,14 @@ afterAll(async () => {
 interface Cluster {
   /** Temporal client, model server and a client on the Redis bus, in this process. */
   h: Harness;
+  /** The worker processes started so far, in order (killed ones included). */
   workers: WorkerProcess[];
   gatewayA: GatewayProcess;
   gatewayB: GatewayProcess;
+  /** Starts one more worker process like the first two. */
+  startWorker(): Promise<WorkerProcess>;
+  /** Every tool call the worker processes ran, in the order they ran. */
+  toolCalls(): Promise<ToolLogEntry[]>;
 }
 
 /**
@@ -50,12 +62,15 @@ interface Cluster {
 async function startCluster(options: { threadConfig?: ThreadConfigInput; agents?: string[] } = {}): Promise<Cluster> {
   const bus = new RedisBus(redis.url);
   const h = await startHarness({ bus, noWorker: true, threadConfig: options.threadConfig });
+  const logDir = await mkdtemp(join(tmpdir(), 'threadline-tool-log-'));
   onTestFinished(async () => {
     await h.close();
     await bus.close();
+    await rm(logDir, { recursive: true, force: true });
   });
+  const toolLog = join(logDir, 'tool-calls.jsonl');
   const agents = options.agents ? { THREADLINE_TEST_AGENTS: options.agents.join(',') } : {};
-  const workerEnv = { ...workerEnvFor(h, redis.url), ...agents };
+  const workerEnv: WorkerProcessEnv = { ...workerEnvFor(h, redis.url), ...agents, THREADLINE_TEST_TOOL_LOG: toolLog };
   const gatewayEnv = { ...gatewayEnvFor(h, redis.url, options.threadConfig), ...agents };
   // allSettled: every process that did start is registered for killing before a failure to start is reported.
   const started = await Promise.allSettled([
@@ -67,21 +82,44 @@ async function startCluster(options: { threadConfig?: ThreadConfigInput; agents?
   const failed = started.find((s) => s.status === 'rejected');
   if (failed) throw failed.reason;
   const [w1, w2, a, b] = started.map((s) => (s as PromiseFulfilledResult<WorkerProcess | GatewayProcess>).value);
-  return { h, workers: [w1, w2], gatewayA: a as GatewayProcess, gatewayB: b as GatewayProcess };
+  const workers = [w1, w2];
+  return {
+    h,
+    workers,
+    gatewayA: a as GatewayProcess,
+    gatewayB: b as GatewayProcess,
+    async startWorker() {
+      const worker = await startWorkerProcess(workerEnv);
+      workers.push(worker);
+      return worker;
+    },
+    toolCalls: () => readToolLog(toolLog),
+  };
 }
 
-/** `POST <gateway>/api/agents/tester/send-message`, as a browser would. */
-async function sendMessage(
+/** `POST <gateway>/api/agents/<agentId>/<route>` with a JSON body, as a browser would. */
+async function post<T>(
+  gateway: GatewayProcess,
+  agentId: string,
+  route: string,
+  body: unknown,
+): Promise<{ status: number; body: T }> {
+  const response = await fetch(`${gateway.url}/api/agents/${agentId}/${route}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as T };
+}
+
+/** `POST <gateway>/api/agents/<agentId>/send-message`. */
+function sendMessage(
   gateway: GatewayProcess,
   message: string,
   t: ThreadTarget,
+  agentId = 'tester',
 ): Promise<{ status: number; body: InputResult }> {
-  const response = await fetch(`${gateway.url}/api/agents/tester/send-message`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ message, ...t }),
-  });
-  return { status: response.status, body: (await response.json()) as InputResult };
+  return post<InputResult>(gateway, agentId, 'send-message', { message, ...t });
 }
 
 /** The browser's SSE route for a thread (EventSource-style, resumable with `Last-Event-ID`). */
@@ -98,6 +136,8 @@ async function getThread(gateway: GatewayProcess, t: ThreadTarget): Promise<Thre
 }
 
 const eventsOf = (sse: SseStream): ThreadEvent[] => sseEvents(sse.messages);
+// SSE events are the bus's events plus the fields Mastra's chunks carry (client/gateway/wire-event.ts, additive only):
+// compare them with `toMatchObject`, which checks every bus field and the array lengths and allows the extra fields.
 const count = (events: ThreadEvent[], type: ThreadEvent['type']) => events.filter((e) => e.type === type).length;
 
 /** The thread's whole stream as the bus retains it, from its first event to the first `finish`. */
@@ -196,7 +236,7 @@ describe('two gateways and two workers on one Redis', { timeout: 5 * WAIT_MS }, 
     const seen = [...beforeKill, ...afterReconnect];
     const notIncreasing = seen.filter((e, i) => i > 0 && !isBefore(seen[i - 1].id, e.id)).map((e) => e.id);
     expect(notIncreasing).toEqual([]);
-    expect(seen).toEqual(await wholeStream(c.h, t));
+    expect(seen).toMatchObject(await wholeStream(c.h, t));
 
     // One run, one retry of its step, one finish.
     const types = seen.map((e) => e.type);
@@ -300,13 +340,120 @@ describe('two gateways and two workers on one Redis', { timeout: 5 * WAIT_MS }, 
     expect(textByRun(whole).get(sent.body.runId!)).toBe(answer.join(''));
     expect(count(whole, 'text-delta')).toBe(answer.length);
     for (const [i, events] of received.entries()) {
-      expect(events, `subscriber ${i} (gateway ${i % 2 === 0 ? 'A' : 'B'})`).toEqual(whole);
+      expect(events, `subscriber ${i} (gateway ${i % 2 === 0 ? 'A' : 'B'})`).toMatchObject(whole);
     }
   });
 
-  // Tool approval across processes (issue 4, part 5) belongs here: park on a subscriber of one gateway, approve
-  // through the other. startCluster({ agents }) hosts extra test agents in every worker and gateway process.
+  it('an agent that wants to delete a repository parks on an approval; every worker dies while it waits; a human approves from another device; the answer continues on the same subscription', async () => {
+    const c = await startCluster({ agents: ['tester', 'admin'] });
+    const t = c.h.thread();
+    const toolCallId = 'call-delete-repo';
+    const answer = ['Deleted ', 'acme/app ', 'as ', 'you ', 'approved.'];
+    // The model asks for the tool first; once it has the tool's result, it answers.
+    c.h.model.setResponder((req) =>
+      req.messages.some((m: { role: string }) => m.role === 'tool')
+        ? { text: answer, chunkDelayMs: 10 }
+        : { toolCalls: [{ id: toolCallId, name: 'deleteRepo', args: { repo: 'acme/app' } }] },
+    );
+
+    // The browser subscribes through gateway B; the message goes through gateway A.
+    const viaB = await openSse(eventsUrl(c.gatewayB, t));
+    onTestFinished(() => viaB.close());
+    const sent = await sendMessage(c.gatewayA, 'Please delete acme/app.', t, 'admin');
+    expect(sent).toMatchObject({ status: 200, body: { accepted: true, action: 'wake' } });
+    const runId = sent.body.runId!;
+
+    // The run parks: the approval request reaches the subscriber, the tool has not run, the thread stays active.
+    const parked = await viaB.untilEvent((e) => e.type === 'tool-call-approval', WAIT_MS);
+    expect(parked.at(-1)).toMatchObject({
+      runId,
+      payload: { toolCallId, toolName: 'deleteRepo', args: { repo: 'acme/app' }, status: 'waiting' },
+    });
+    expect(await getThread(c.gatewayA, t)).toMatchObject({
+      status: 'active',
+      activeRun: {
+        runId,
+        status: 'awaiting-approval',
+        approvals: [{ toolCallId, toolName: 'deleteRepo', status: 'waiting' }],
+      },
+    });
+    await untilSettled(c, t);
+    expect(await c.toolCalls()).toEqual([]);
+
+    // Every worker process dies while the run waits; a fresh one replaces them.
+    for (const worker of c.workers) expect(await worker.kill('SIGKILL')).toBeNull();
+    const fresh = await c.startWorker();
+
+    // A human approves from another device, through gateway A.
+    const approved = await post<unknown>(c.gatewayA, 'admin', 'send-tool-approval', {
+      ...t,
+      toolCallId,
+      approved: true,
+    });
+    expect(approved).toEqual({ status: 200, body: { accepted: true, toolCallId, runId, status: 'approved' } });
+
+    // The rest of the run arrives on the subscription that was open all along.
+    const resumed = await viaB.untilEvent((e) => e.type === 'finish', 2 * WAIT_MS);
+    expect(viaB.ended).toBe(false);
+    // Nothing lost or repeated: the subscriber saw exactly the thread's stream as the bus has it.
+    const seen = [...parked, ...resumed];
+    expect(seen).toMatchObject(await wholeStream(c.h, t));
+    const types = seen.map((e) => e.type);
+    const approvals = seen.filter((e) => e.type === 'tool-call-approval').map((e) => e.payload);
+    expect(approvals).toEqual([
+      expect.objectContaining({ toolCallId, status: 'waiting' }),
+      expect.objectContaining({ toolCallId, status: 'approved' }),
+    ]);
+    const results = seen.filter((e) => e.type === 'tool-result');
+    expect(results.map((e) => e.payload)).toEqual([
+      expect.objectContaining({ toolCallId, toolName: 'deleteRepo', output: 'deleted acme/app' }),
+    ]);
+    // SPEC §5: events come in the order the thread decided them — the approval, then the tool's result.
+    expect(types.indexOf('tool-result')).toBeGreaterThan(types.lastIndexOf('tool-call-approval'));
+    expect(types.lastIndexOf('step-start')).toBeGreaterThan(types.indexOf('tool-result'));
+    expect(count(seen, 'start')).toBe(1);
+    expect(count(seen, 'run-retry')).toBe(0);
+    expect(seen.at(-1)).toMatchObject({ type: 'finish', runId, payload: { reason: 'stop' } });
+    expect(new Set(seen.map((e) => e.runId).filter(Boolean))).toEqual(new Set([runId]));
+    expect(textByRun(seen).get(runId)).toBe(answer.join(''));
+
+    // The tool ran exactly once, after the approval, in the fresh worker.
+    expect(await c.toolCalls()).toEqual([
+      expect.objectContaining({ toolName: 'deleteRepo', input: { repo: 'acme/app' }, toolCallId, pid: fresh.pid }),
+    ]);
+    // The model: asked once for the tool, once more with its result.
+    const requests = c.h.model.requests;
+    expect(requests).toHaveLength(2);
+    expect(userTurns(requests[1].messages)).toEqual(['Please delete acme/app.']);
+    const toolMessages = requests[1].messages.filter((m: { role: string }) => m.role === 'tool');
+    expect(JSON.stringify(toolMessages)).toContain('deleted acme/app');
+
+    // Deciding the same call again is a conflict, through either gateway; the thread is idle with one run done.
+    const again = await post<{ error: { message: string } }>(c.gatewayB, 'admin', 'send-tool-approval', {
+      ...t,
+      toolCallId,
+      approved: false,
+    });
+    expect(again.status).toBe(409);
+    expect(await getThread(c.gatewayB, t)).toMatchObject({ status: 'idle', activeRun: null, runsCompleted: 1 });
+    expect(await c.toolCalls()).toHaveLength(1);
+  });
 });
+
+/**
+ * Resolves once the thread has no workflow task and no activity in flight: what it decided is in its history, so a
+ * worker killed now interrupts nothing but the wait itself.
+ */
+async function untilSettled(c: Cluster, t: ThreadTarget): Promise<void> {
+  const handle = c.h.temporal.workflow.getHandle(threadKey(t.resourceId, t.threadId));
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    const { raw } = await handle.describe();
+    if (!raw.pendingWorkflowTask && (raw.pendingActivities?.length ?? 0) === 0) return;
+    if (Date.now() > deadline) throw new Error(`Thread ${handle.workflowId} did not settle within ${WAIT_MS} ms.`);
+    await sleep(50);
+  }
+}
 
 /** Run ids of the executions Temporal's visibility lists for `workflowId`, once it lists any (it lags a little). */
 async function listedExecutions(h: Harness, workflowId: string): Promise<string[]> {

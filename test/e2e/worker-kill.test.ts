@@ -1,15 +1,18 @@
 /**
- * Chaos, for real: workers are child processes and die by SIGKILL (SPEC §5 run-retry, §7 ownership). Another
- * worker process takes over the thread; subscribers read the Redis bus from this process.
+ * Chaos, for real: workers are child processes and die by SIGKILL (SPEC §5 run-retry, §7 ownership, §3 lanes).
+ * Another worker process takes over the thread; subscribers read the Redis bus from this process.
  *
  * Temporal routes a thread's workflow tasks to the sticky queue of the worker that last ran it; after that worker
  * dies the task waits out `stickyQueueScheduleToStartTimeout` (10 s, the SDK's default) before any worker takes it
  * (unless the sticky queue has seen no poll for 10 s already), hence generous upper bounds on every wait.
  */
+import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisBus } from '../../client/bus/redis';
 import type { ThreadEvent } from '../../client/bus/types';
-import { collectUntil, startHarness, textByRun, userTurns, type Harness } from '../support/harness';
+import type { StateSignalInput, ThreadInput, ThreadTarget } from '../../client/schemas';
+import { threadKey } from '../../workflows/ids';
+import { collectUntil, startHarness, textByRun, userTurns, wakeEventTypes, type Harness } from '../support/harness';
 import { startWorkerProcess, workerEnvFor } from '../support/processes';
 import { startRedis, type RedisServer } from '../support/redis';
 
@@ -45,6 +48,28 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
 
 function echoedIds(events: ThreadEvent[]): string[] {
   return events.filter((e) => e.type === 'data-user-message').map((e) => (e.payload as { id: string }).id);
+}
+
+/** What a browser watcher sends (issue 5): one lane, `browser`, whose cacheKey names the exact state. */
+function browserState(tabs: number): StateSignalInput {
+  return {
+    id: 'browser',
+    mode: 'snapshot',
+    cacheKey: `browser:https://example.com:${tabs}-tabs`,
+    contents: `Browser is open. Active tab URL: https://example.com. ${tabs} open tabs.`,
+    value: { activeUrl: 'https://example.com', tabCount: tabs, open: true },
+  };
+}
+
+const stateXml = (tabs: number) => `<state>${browserState(tabs).contents}</state>`;
+
+/** The inputs of the thread's accepted updates, in history order (a refused update never reaches history). */
+async function acceptedInputs(target: ThreadTarget): Promise<ThreadInput[]> {
+  const history = await h.temporal.workflow.getHandle(threadKey(target.resourceId, target.threadId)).fetchHistory();
+  return history.events!.flatMap((e) => {
+    const payload = e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.args?.payloads?.[0];
+    return payload ? [defaultPayloadConverter.fromPayload<ThreadInput>(payload)] : [];
+  });
 }
 
 describe('a worker process killed with SIGKILL', { timeout: 4 * WAIT_MS }, () => {
@@ -150,6 +175,114 @@ describe('a worker process killed with SIGKILL', { timeout: 4 * WAIT_MS }, () =>
     }
   });
 
+  it('with state lanes accepted: the lane tracking survives (the same state is still skipped, the version unchanged) and the model still sees the state', async () => {
+    const t = h.thread();
+    const agent = h.client.agent('tester');
+    const env = workerEnvFor(h, redis.url);
+    const persistIdle = { ifIdle: { behavior: 'persist' as const } };
+    const question = 'How many tabs are open?';
+    const before = h.model.requests.length;
+    // The first attempt of the first step streams a little and stalls, so the kill lands mid-run; its retry is held
+    // until the lanes were checked on the new worker.
+    let releaseRetry!: () => void;
+    const retryMayAnswer = new Promise<void>((resolve) => (releaseRetry = resolve));
+    h.model.setResponder(async (req) => {
+      const last = userTurns(req.messages).at(-1);
+      if (last === question && req.index === before) return { text: ['Let ', 'me ', 'look. '], hang: true };
+      if (last === question) {
+        await retryMayAnswer;
+        return { text: 'Three tabs are open.' };
+      }
+      if (last === stateXml(4)) return { text: 'Now there are four.' };
+      return { text: 'Still four tabs.' };
+    });
+    const sub = agent.subscribeToThread(t);
+    try {
+      const a = await startWorkerProcess(env);
+      const s1 = await agent.sendStateSignal(browserState(3), { ...t, ...persistIdle });
+      expect(s1).toMatchObject({ accepted: true, action: 'persist', version: 1 });
+
+      let streaming!: () => void;
+      const someDeltas = new Promise<void>((resolve) => (streaming = resolve));
+      const collected = collectUntil(
+        sub.stream,
+        (e, all) => {
+          if (all.filter((x) => x.type === 'text-delta').length >= 2) streaming();
+          return e.type === 'finish';
+        },
+        2 * WAIT_MS,
+      );
+      collected.catch(() => undefined); // awaited below; keeps an early timeout from being an unhandled rejection
+
+      const first = await agent.sendMessage(question, t);
+      expect(first).toMatchObject({ accepted: true, action: 'wake' });
+      const [killed] = (await h.model.waitForRequests(before + 1, WAIT_MS)).slice(before);
+      await within(Promise.race([someDeltas, collected]), WAIT_MS, 'the first text deltas');
+
+      // Mid-run, the browser changes: the new state joins the run; sending it again is skipped.
+      const s2 = await agent.sendStateSignal(browserState(4), { ...t, ...persistIdle });
+      expect(s2).toMatchObject({ accepted: true, action: 'deliver', runId: first.runId, version: 2 });
+      const repeated = await agent.sendStateSignal(browserState(4), { ...t, ...persistIdle });
+      expect(repeated).toMatchObject({ accepted: true, action: 'skipped', reason: 'unchanged', version: 2 });
+
+      expect(await a.kill('SIGKILL')).toBeNull();
+      await within(killed.closed, WAIT_MS, 'the killed request to close');
+      await startWorkerProcess(env);
+
+      // The new worker rebuilt the lane: the same state is still a duplicate, at the same version.
+      const afterKill = await agent.sendStateSignal(browserState(4), { ...t, ...persistIdle });
+      expect(afterKill).toMatchObject({ accepted: true, action: 'skipped', reason: 'unchanged', version: 2 });
+      expect((await h.client.getThread(t))!.lanes).toMatchObject([
+        {
+          id: 'browser',
+          currentCacheKey: browserState(4).cacheKey,
+          currentMode: 'snapshot',
+          version: 2,
+          lastSignalId: s2.signalId,
+          lastSnapshotSignalId: s2.signalId,
+          value: browserState(4).value,
+        },
+      ]);
+      releaseRetry();
+
+      // One run: the retried step, then a step for the state that arrived mid-run.
+      const events = await collected;
+      expect(events.filter((e) => e.type === 'run-retry')).toHaveLength(1);
+      expect(events.filter((e) => e.type === 'finish')).toHaveLength(1);
+      expect(events.at(-1)).toMatchObject({ type: 'finish', runId: first.runId, payload: { reason: 'stop' } });
+      // Only accepted states were announced; the skipped ones left no trace on the stream.
+      expect(events.filter((e) => e.type === 'state-updated').map((e) => e.payload)).toEqual([
+        expect.objectContaining({ version: 1, currentCacheKey: browserState(3).cacheKey, action: 'persist' }),
+        expect.objectContaining({ version: 2, currentCacheKey: browserState(4).cacheKey, action: 'deliver' }),
+      ]);
+
+      // The next turn, served by the new worker, still carries both states.
+      const next = await agent.sendMessage('Still there?', t);
+      expect(next).toMatchObject({ accepted: true, action: 'wake' });
+      await collectUntil(sub.stream, (e) => e.type === 'finish', WAIT_MS);
+
+      // The model: the killed request and its retry (same prompt), the mid-run state as its own turn, and the next
+      // turn with every state in place.
+      const requests = h.model.requests.slice(before);
+      expect(requests.map((r) => userTurns(r.messages))).toEqual([
+        [stateXml(3), question],
+        [stateXml(3), question],
+        [stateXml(3), question, stateXml(4)],
+        [stateXml(3), question, stateXml(4), 'Still there?'],
+      ]);
+
+      // History holds the two accepted states and none of the skipped ones: the validator refused those.
+      const inputs = await acceptedInputs(t);
+      expect(inputs.filter((i) => i.type === 'state').map((i) => i.id)).toEqual([s1.signalId, s2.signalId]);
+      const ids = new Set(inputs.map((i) => i.id));
+      expect([repeated.signalId, afterKill.signalId].filter((id) => ids.has(id))).toEqual([]);
+    } finally {
+      releaseRetry();
+      h.model.setResponder(undefined);
+      sub.unsubscribe();
+    }
+  });
+
   it('while the thread is idle: the next message is answered normally by a new worker', async () => {
     const t = h.thread();
     const agent = h.client.agent('tester');
@@ -173,17 +306,7 @@ describe('a worker process killed with SIGKILL', { timeout: 4 * WAIT_MS }, () =>
       expect(next.runId).not.toBe(first.runId);
       const secondRun = await collectUntil(sub.stream, (e) => e.type === 'finish', WAIT_MS);
 
-      expect(secondRun.map((e) => e.type)).toEqual([
-        'start',
-        'data-user-message',
-        'step-start',
-        'text-start',
-        'text-delta',
-        'text-delta',
-        'text-end',
-        'step-finish',
-        'finish',
-      ]);
+      expect(secondRun.map((e) => e.type)).toEqual(wakeEventTypes(2));
       expect(new Set(secondRun.map((e) => e.runId))).toEqual(new Set([next.runId]));
       expect(textByRun(secondRun).get(next.runId!)).toBe('Echo: again');
       expect(echoedIds([...firstRun, ...secondRun])).toEqual([first.signalId, next.signalId]);

@@ -115,6 +115,20 @@ const threadRequests: Record<string, (t: ThreadTarget) => { path: string; body?:
     path: '/api/agents/tester/send-tool-approval',
     body: { ...t, toolCallId: 'call-1', approved: true },
   }),
+  'POST /api/agents/{agentId}/notifications': (t) => ({
+    path: '/api/agents/tester/notifications',
+    body: { notification: { source: 'github', kind: 'ci', summary: 'red' }, ...t },
+  }),
+  'GET /api/threads/{resourceId}/{threadId}/notifications': (t) => ({ path: `${threadPath(t)}/notifications` }),
+  'POST /api/threads/{resourceId}/{threadId}/notifications/{notificationId}/seen': (t) => ({
+    path: `${threadPath(t)}/notifications/n1/seen`,
+  }),
+  'POST /api/threads/{resourceId}/{threadId}/notifications/{notificationId}/dismiss': (t) => ({
+    path: `${threadPath(t)}/notifications/n1/dismiss`,
+  }),
+  'POST /api/threads/{resourceId}/{threadId}/notifications/{notificationId}/archive': (t) => ({
+    path: `${threadPath(t)}/notifications/n1/archive`,
+  }),
   'POST /api/agents/{agentId}/threads/abort': (t) => ({
     path: '/api/agents/tester/threads/abort',
     body: { ...t, clearPendingSignals: true },

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { defineAgent, type AgentTool } from '../../activities/agent';
 import type { ThreadEvent } from '../../client/bus/types';
 import { serveGateway, type ServedGateway } from '../../client/gateway/serve';
+import { toWireEvent } from '../../client/gateway/wire-event';
 import {
   createHttpClient,
   isThreadlineHttpError,
@@ -262,11 +263,11 @@ function holdNextReply(reply: ScriptedReply): { release(): void } {
   return { release: released.resolve };
 }
 
-/** Every event of the thread the bus holds, up to its `n`-th `finish`. */
+/** Every event of the thread the bus holds, up to its `n`-th `finish`, as the gateway streams them. */
 async function busEvents(t: ThreadTarget, finishes = 1): Promise<ThreadEvent[]> {
   const sub = h.client.subscribeToThread(t, { lastEventId: '0' });
   try {
-    return await collectUntil(sub.stream, afterFinishes(finishes));
+    return (await collectUntil(sub.stream, afterFinishes(finishes))).map(toWireEvent);
   } finally {
     sub.unsubscribe();
   }

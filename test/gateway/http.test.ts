@@ -11,17 +11,26 @@ import type { InputResult, ThreadTarget } from '../../client/schemas';
 import { threadKey } from '../../workflows/ids';
 import type { MessagesPage } from '../../workflows/definitions';
 import type { ThreadView } from '../../workflows/thread-state';
-import { afterFinishes, startHarness, testAgent, textByRun, userTurns, type Harness } from '../support/harness';
+import {
+  afterFinishes,
+  startHarness,
+  testAgent,
+  textByRun,
+  userTurns,
+  wakeEventTypes,
+  type Harness,
+} from '../support/harness';
 import { echoResponder, type ScriptedReply } from '../support/model-server';
 import { openSse, sseEvents, type SseStream } from '../support/sse';
 
 /**
  * The harness's bus, counting the subscriptions that are still open per thread, so a test can see the gateway end
- * one when its client goes away.
+ * one when its client goes away; `endSubscriptions` ends them from the bus's side, as a closing bus does.
  */
 class WatchedBus implements EventBus {
   private readonly open = new Map<string, number>();
   private readonly listeners = new Set<() => void>();
+  private readonly enders = new Map<string, Set<AbortController>>();
 
   constructor(private readonly inner: EventBus) {}
 
@@ -29,13 +38,22 @@ class WatchedBus implements EventBus {
     return this.inner.publish(key, events);
   }
 
+  /** Ends every open subscription to `key` as if the bus had closed: their streams end normally. */
+  endSubscriptions(key: string): void {
+    for (const ender of this.enders.get(key) ?? []) ender.abort();
+  }
+
   subscribe(key: string, from: SubscribeFrom, signal?: AbortSignal): AsyncIterable<BusItem> {
-    const items = this.inner.subscribe(key, from, signal);
+    const ender = new AbortController();
+    const enders = this.enders.get(key) ?? new Set<AbortController>();
+    this.enders.set(key, enders.add(ender));
+    const items = this.inner.subscribe(key, from, signal ? AbortSignal.any([signal, ender.signal]) : ender.signal);
     this.count(key, +1);
     let ended = false;
     const end = () => {
       if (ended) return;
       ended = true;
+      enders.delete(ender);
       this.count(key, -1);
     };
     signal?.addEventListener('abort', end, { once: true });
@@ -143,6 +161,12 @@ function holdNextReply(reply: ScriptedReply): { release(): void } {
   return { release };
 }
 
+/** A send answer's `signal` echo; `createdAt` is when the gateway received the send, so a resend has its own. */
+const echoed = (answer: InputResult) => ({
+  ...(answer as InputResult & { signal: object }).signal,
+  createdAt: expect.any(String),
+});
+
 async function messageCount(t: ThreadTarget): Promise<number | null> {
   const res = await get<ThreadView>(threadPath(t));
   return res.status === 404 ? null : res.body.messageCount;
@@ -163,15 +187,19 @@ describe('sending messages', () => {
       action: 'wake',
       runId: expect.any(String),
       signalId: expect.any(String),
+      // Mastra's answer field: the input as accepted.
+      signal: { id: first.body.signalId, type: 'user', contents: 'first', createdAt: expect.any(String) },
     });
 
     await h.model.waitForRequests(before + 1, 30_000);
-    const second = await send(t, { contents: 'second', attributes: { name: 'Jane', sentFrom: 'slack' } });
+    const attributes = { name: 'Jane', sentFrom: 'slack' };
+    const second = await send(t, { contents: 'second', attributes });
     expect(second).toEqual({
       accepted: true,
       action: 'deliver',
       runId: first.body.runId,
       signalId: expect.any(String),
+      signal: { id: second.signalId, type: 'user', contents: 'second', attributes, createdAt: expect.any(String) },
     });
     expect(second.signalId).not.toBe(first.body.signalId);
     held.release();
@@ -199,7 +227,7 @@ describe('sending messages', () => {
 
     const queued = await post('/api/agents/tester/queue-message', { message: 'q1', ...t });
     expect(queued.status).toBe(200);
-    expect(queued.body).toEqual({
+    expect(queued.body).toMatchObject({
       accepted: true,
       action: 'queued',
       runId: expect.any(String),
@@ -224,7 +252,8 @@ describe('sending messages', () => {
     expect(h.model.requests.slice(before).map((r) => userTurns(r.messages).at(-1))).toEqual(['m0', 'q1']);
 
     const idle = await get<ThreadView>(threadPath(t));
-    expect(idle.body).toEqual({
+    // toMatchObject: the view also carries the inbox counts (SPEC §6), which this test does not exercise.
+    expect(idle.body).toMatchObject({
       resourceId: t.resourceId,
       threadId: t.threadId,
       status: 'idle',
@@ -251,10 +280,11 @@ describe('sending messages', () => {
     const sse = await events(t);
     const before = h.model.requests.length;
 
+    // No run is involved: `runId` is the signal's id, as Mastra's server answers.
     const persisted = await send(t, 'background note', { ifIdle: { behavior: 'persist' } });
-    expect(persisted).toEqual({ accepted: true, action: 'persist', signalId: expect.any(String) });
+    expect(persisted).toMatchObject({ accepted: true, action: 'persist', runId: persisted.signalId });
     const discarded = await send(t, 'nobody hears this', { ifIdle: { behavior: 'discard' } });
-    expect(discarded).toEqual({ accepted: true, action: 'discard', signalId: expect.any(String) });
+    expect(discarded).toMatchObject({ accepted: true, action: 'discard', runId: discarded.signalId });
     expect((await get<ThreadView>(threadPath(t))).body).toMatchObject({
       status: 'idle',
       messageCount: 1,
@@ -275,9 +305,9 @@ describe('sending messages', () => {
     await h.model.waitForRequests(before + 1, 30_000);
 
     const dropped = await send(t, 'drop me', { ifActive: { behavior: 'discard' } });
-    expect(dropped).toEqual({ accepted: true, action: 'discard', signalId: expect.any(String) });
+    expect(dropped).toMatchObject({ accepted: true, action: 'discard', runId: dropped.signalId });
     const kept = await send(t, 'for the record', { ifActive: { behavior: 'persist' } });
-    expect(kept).toEqual({ accepted: true, action: 'persist', signalId: expect.any(String) });
+    expect(kept).toMatchObject({ accepted: true, action: 'persist', runId: kept.signalId });
     const joined = await send(
       t,
       { contents: 'join', attributes: { name: 'Jane' } },
@@ -312,9 +342,10 @@ describe('idempotency', () => {
     const first = await post('/api/agents/tester/send-message', { message: 'once', ...t }, headers);
     const again = await post('/api/agents/tester/send-message', { message: 'once', ...t }, headers);
     expect(first.status).toBe(200);
-    expect(first.body).toEqual({ accepted: true, action: 'wake', runId: expect.any(String), signalId: key });
+    expect(first.body).toMatchObject({ accepted: true, action: 'wake', runId: expect.any(String), signalId: key });
+    expect(first.body.duplicate).toBeUndefined();
     expect(again.status).toBe(200);
-    expect(again.body).toEqual({ ...first.body, duplicate: true });
+    expect(again.body).toEqual({ ...first.body, signal: echoed(first.body), duplicate: true });
 
     const seen = await sse.untilEvent((e) => e.type === 'finish');
     sse.close();
@@ -332,7 +363,7 @@ describe('idempotency', () => {
     expect(first.body).toMatchObject({ action: 'wake', signalId: id });
     expect(first.body.duplicate).toBeUndefined();
     const again = await post('/api/agents/tester/queue-message', body);
-    expect(again.body).toEqual({ ...first.body, duplicate: true });
+    expect(again.body).toEqual({ ...first.body, signal: echoed(first.body), duplicate: true });
     await sse.untilEvent((e) => e.type === 'finish');
     sse.close();
     expect((await get<ThreadView>(threadPath(t))).body).toMatchObject({ messageCount: 2, runsCompleted: 1 });
@@ -351,17 +382,7 @@ describe('event stream (SSE)', () => {
     const messages = await sse.until((m) => JSON.parse(m.data).type === 'finish');
     sse.close();
     const seen = sseEvents(messages);
-    expect(seen.map((e) => e.type)).toEqual([
-      'start',
-      'data-user-message',
-      'step-start',
-      'text-start',
-      'text-delta',
-      'text-delta',
-      'text-end',
-      'step-finish',
-      'finish',
-    ]);
+    expect(seen.map((e) => e.type)).toEqual(wakeEventTypes(2));
     expect(messages.map((m) => m.id)).toEqual(seen.map((e) => e.id));
     const ids = seen.map((e) => Number(e.id));
     for (let i = 1; i < ids.length; i++) expect(ids[i]).toBeGreaterThan(ids[i - 1]);
@@ -418,17 +439,44 @@ describe('event stream (SSE)', () => {
     ]);
     viaGet.close();
     viaPost.close();
-    expect(b).toEqual(a);
+    // The same events. Only the EventSource route has `id:` lines; the POST route is framed as Mastra's client reads
+    // it (one `data:` line per block, after a `: connected` comment), the id inside each event's JSON.
+    expect(b.map((m) => m.data)).toEqual(a.map((m) => m.data));
+    expect(a.map((m) => m.id)).toEqual(sseEvents(a).map((e) => e.id));
+    expect(b.map((m) => m.id)).toEqual(b.map(() => undefined));
+    expect(viaPost.comments[0]).toBe('connected');
+    expect(viaGet.comments).not.toContain('connected');
     expect(sseEvents(b).map((e) => e.type)).toContain('text-delta');
 
     // It resumes too, from the body's lastEventId.
     const resumed = await openSse(`${gateway.url}/api/agents/tester/threads/subscribe`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ ...t, lastEventId: a[4].id }),
+      body: JSON.stringify({ ...t, lastEventId: sseEvents(b)[4].id }),
     });
-    expect(await resumed.until((m) => JSON.parse(m.data).type === 'finish')).toEqual(a.slice(5));
+    const rest = await resumed.until((m) => JSON.parse(m.data).type === 'finish');
     resumed.close();
+    expect(rest.map((m) => m.data)).toEqual(b.slice(5).map((m) => m.data));
+  });
+
+  it('ends a POST subscription the gateway ends with data: [DONE], and an EventSource stream without it', async () => {
+    const t = h.thread();
+    const key = threadKey(t.resourceId, t.threadId);
+    const viaGet = await events(t);
+    const viaPost = await openSse(`${gateway.url}/api/agents/tester/threads/subscribe`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(t),
+    });
+    await send(t, 'before the end');
+    await viaPost.until((m) => JSON.parse(m.data).type === 'finish');
+    await viaGet.until((m) => JSON.parse(m.data).type === 'finish');
+    bus.endSubscriptions(key);
+    await viaPost.waitFor(() => viaPost.ended, 15_000, 'the POST stream to end');
+    await viaGet.waitFor(() => viaGet.ended, 15_000, 'the GET stream to end');
+    expect(viaPost.messages.at(-1)!.data).toBe('[DONE]');
+    expect(viaGet.messages.at(-1)!.data).not.toBe('[DONE]');
+    expect(JSON.parse(viaGet.messages.at(-1)!.data)).toMatchObject({ type: 'finish' });
   });
 
   it('keeps threads whose ids contain ":" and "/" apart (URL-encoded in the path)', async () => {

@@ -95,6 +95,12 @@ function holdNextReply(reply: ScriptedReply = { text: 'first reply' }): {
   return { release, request: async () => (await h.model.waitForRequests(index + 1, 30_000))[index] };
 }
 
+/** A send answer's `signal` echo; `createdAt` is when the gateway received the send, so a resend has its own. */
+const echoed = (answer: InputResult) => ({
+  ...(answer as InputResult & { signal: object }).signal,
+  createdAt: expect.any(String),
+});
+
 const ended = (runId: string | undefined) => (e: { type: string; runId?: string }) =>
   (e.type === 'finish' || e.type === 'abort') && e.runId === runId;
 
@@ -117,6 +123,8 @@ describe('POST /api/agents/:agentId/signals', () => {
       action: 'wake',
       runId: expect.any(String),
       signalId: expect.any(String),
+      // Mastra's answer field: the signal as accepted.
+      signal: { id: res.body.signalId, ...notification, createdAt: expect.any(String) },
     });
 
     const seen = await sse.untilEvent(ended(res.body.runId));
@@ -148,9 +156,10 @@ describe('POST /api/agents/:agentId/signals', () => {
       signal: { type: 'reactive', contents: 'Drop me.' },
       ifActive: ifActive('discard'),
     });
-    expect(delivered).toEqual({ accepted: true, action: 'deliver', runId: start.runId, signalId: expect.any(String) });
-    expect(persisted).toEqual({ accepted: true, action: 'persist', signalId: expect.any(String) });
-    expect(discarded).toEqual({ accepted: true, action: 'discard', signalId: expect.any(String) });
+    expect(delivered).toMatchObject({ accepted: true, action: 'deliver', runId: start.runId });
+    // No run is involved: `runId` is the signal's id, as Mastra's server answers.
+    expect(persisted).toMatchObject({ accepted: true, action: 'persist', runId: persisted.signalId });
+    expect(discarded).toMatchObject({ accepted: true, action: 'discard', runId: discarded.signalId });
     held.release();
 
     const seen = await sse.untilEvent(ended(start.runId));
@@ -196,14 +205,19 @@ describe('POST /api/agents/:agentId/signals', () => {
     const id = `sig-${randomUUID()}`;
     const body = { signal: { ...notification, id }, ifIdle: { behavior: 'persist' } };
     const first = await signal(t, body, { 'Idempotency-Key': `other-${randomUUID()}` });
-    expect(first).toEqual({ accepted: true, action: 'persist', signalId: id });
-    expect(await signal(t, body)).toEqual({ ...first, duplicate: true });
+    expect(first).toMatchObject({ accepted: true, action: 'persist', signalId: id });
+    expect(first.duplicate).toBeUndefined();
+    expect(await signal(t, body)).toEqual({ ...first, signal: echoed(first), duplicate: true });
 
     const key = `key-${randomUUID()}`;
     const byHeader = { signal: { type: 'reactive', contents: 'Keyed by header.' }, ifIdle: { behavior: 'persist' } };
     const keyed = await signal(t, byHeader, { 'Idempotency-Key': key });
-    expect(keyed).toEqual({ accepted: true, action: 'persist', signalId: key });
-    expect(await signal(t, byHeader, { 'Idempotency-Key': key })).toEqual({ ...keyed, duplicate: true });
+    expect(keyed).toMatchObject({ accepted: true, action: 'persist', signalId: key });
+    expect(await signal(t, byHeader, { 'Idempotency-Key': key })).toEqual({
+      ...keyed,
+      signal: echoed(keyed),
+      duplicate: true,
+    });
     expect((await get<ThreadView>(threadPath(t))).body).toMatchObject({ messageCount: 2, runsCompleted: 0 });
   });
 

@@ -16,6 +16,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { NativeConnection } from '@temporalio/worker';
 import { z } from 'zod';
 import { defineAgent } from '../../activities/agent';
+import { createNotificationInboxTool } from '../../activities/tools/notification-inbox';
 import { MemoryBus } from '../../client/bus/memory';
 import { connect } from '../../client/connect';
 import { sendMessageSignal } from '../../workflows/definitions';
@@ -38,6 +39,7 @@ const agent = defineAgent({
       inputSchema: z.object({ a: z.number(), b: z.number() }),
       execute: ({ a, b }) => a + b,
     },
+    'notification-inbox': createNotificationInboxTool(),
     wipe: {
       description: 'Wipes a scratch folder.',
       inputSchema: z.object({ folder: z.string() }),
@@ -45,6 +47,7 @@ const agent = defineAgent({
       execute: ({ folder }) => `wiped ${folder}`,
     },
   },
+  notifications: { digestWindow: 200 },
   processors: [
     {
       id: 'clock-lane',
@@ -148,6 +151,29 @@ await a.sendStateSignal({ id: 'browser', mode: 'delta', cacheKey: 'B', contents:
 await a.sendToolApproval({ ...s3, toolCallId: 'wipe-1', approved: true });
 await until3('finish');
 
+// Notifications: a low one digested without waking, an urgent one waking the thread, the inbox read by a tool.
+const s4 = { resourceId: 'recorder', threadId: 'thread-4' };
+const sub4 = a.subscribeToThread(s4);
+const until4 = async (test: (e: { type: string; payload: unknown }) => boolean) => {
+  for await (const e of sub4.stream) if (test(e)) return;
+};
+const low = await a.sendNotificationSignal(
+  { source: 'github', kind: 'ci-status', priority: 'low', summary: 'CI flaky.', dedupeKey: 'ci' },
+  s4,
+);
+await until4((e) => e.type === 'notification-updated' && (e.payload as { change: string }).change === 'summarized');
+model.setResponder((req) =>
+  req.messages.some((m) => m.role === 'tool')
+    ? { text: 'Read it.' }
+    : {
+        toolCalls: [
+          { id: 'inbox-1', name: 'notification-inbox', args: { action: 'read', id: low.notifications[0].id } },
+        ],
+      },
+);
+await a.sendNotificationSignal({ source: 'pagerduty', kind: 'incident', priority: 'urgent', summary: 'API down.' }, s4);
+await until4((e) => e.type === 'finish');
+
 async function oldestHistory(target: { resourceId: string; threadId: string }) {
   const workflowId = threadKey(target.resourceId, target.threadId);
   const executions = [];
@@ -161,6 +187,7 @@ for (const [suffix, target] of [
   ['conversation', t],
   ['signals', s2],
   ['lanes-approval', s3],
+  ['notifications', s4],
 ] as const) {
   const { history, executions } = await oldestHistory(target);
   const path = join(here, 'histories', `${name}-${suffix}.json`);

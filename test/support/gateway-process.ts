@@ -8,33 +8,21 @@
  *   TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE   the dev server and the test's task queue
  *   REDIS_URL                               the event bus shared with the workers
  *   PORT, HOST                              where to listen (PORT=0: any free port, announced in the READY line)
- *   THREADLINE_TEST_AGENTS                  comma-separated ids of the test agents to accept (default `tester`)
+ *   THREADLINE_TEST_AGENTS                  comma-separated ids of the test agents to accept (default `tester`;
+ *                                           the table is test/support/test-agents.ts)
  *   THREADLINE_THREAD_CONFIG                JSON settings of the threads this gateway creates (`threadConfig`)
  */
 import { Client, Connection } from '@temporalio/client';
-import type { AgentDefinition } from '../../activities/agent';
 import { RedisBus } from '../../client/bus/redis';
 import { connect } from '../../client/connect';
 import { serveGateway } from '../../client/gateway/serve';
 import type { ThreadConfigInput } from '../../workflows/thread-state';
-import { testAgent } from './harness';
-
-// The same ids as worker-process.ts hosts: a gateway only needs to know which agents exist.
-const testAgents: Record<string, AgentDefinition> = { [testAgent.id]: testAgent };
+import { testAgentsFromEnv } from './test-agents';
 
 function required(name: string): string {
   const value = process.env[name];
   if (!value) throw new Error(`${name} is not set. startGatewayProcess() passes it; set it when running this by hand.`);
   return value;
-}
-
-function agentsFromEnv(): AgentDefinition[] {
-  const ids = (process.env.THREADLINE_TEST_AGENTS || testAgent.id).split(',').map((id) => id.trim());
-  return ids.filter(Boolean).map((id) => {
-    const agent = testAgents[id];
-    if (!agent) throw new Error(`Unknown test agent "${id}". Known: ${Object.keys(testAgents).join(', ')}.`);
-    return agent;
-  });
 }
 
 function threadConfigFromEnv(): ThreadConfigInput | undefined {
@@ -52,7 +40,8 @@ const client = await connect({
 });
 const server = await serveGateway({
   client,
-  agents: agentsFromEnv(),
+  // The same table as worker-process.ts hosts: a gateway only needs to know which agents exist.
+  agents: testAgentsFromEnv(),
   port: Number(process.env.PORT ?? 0),
   hostname: process.env.HOST || '127.0.0.1',
 });

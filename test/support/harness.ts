@@ -141,6 +141,20 @@ export const afterFinishes =
   (_event: ThreadEvent, all: ThreadEvent[]): boolean =>
     all.filter((e) => e.type === 'finish').length >= n;
 
+/** The SPEC §5 event order of an idle wake answered in one step with `deltas` text deltas. */
+export function wakeEventTypes(deltas: number): string[] {
+  return [
+    'start',
+    'data-user-message',
+    'step-start',
+    'text-start',
+    ...Array.from({ length: deltas }, () => 'text-delta'),
+    'text-end',
+    'step-finish',
+    'finish',
+  ];
+}
+
 /** Concatenated text deltas per run, in order. */
 export function textByRun(events: ThreadEvent[]): Map<string, string> {
   const texts = new Map<string, string>();

@@ -17,8 +17,10 @@ export interface WorkerProcessEnv {
   REDIS_URL: string;
   OPENAI_BASE_URL: string;
   THREADLINE_WORKFLOW_BUNDLE: string;
-  /** Comma-separated test agent ids; default `tester`. */
+  /** Comma-separated test agent ids (test/support/test-agents.ts); default `tester`. */
   THREADLINE_TEST_AGENTS?: string;
+  /** A file every tool call appends a JSON line to (read it with `readToolLog`). */
+  THREADLINE_TEST_TOOL_LOG?: string;
 }
 
 export type WorkerProcess = ChildProcessHandle;
@@ -30,7 +32,7 @@ export interface GatewayProcessEnv {
   /** Default 0: any free loopback port (the process announces it). */
   PORT?: string;
   HOST?: string;
-  /** Comma-separated test agent ids; default `tester`. */
+  /** Comma-separated test agent ids (test/support/test-agents.ts); default `tester`. */
   THREADLINE_TEST_AGENTS?: string;
   /** JSON `ThreadConfigInput` for the threads this gateway creates. */
   THREADLINE_THREAD_CONFIG?: string;

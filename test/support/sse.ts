@@ -1,7 +1,7 @@
 /**
  * A small Server-Sent Events reader over `fetch`, for tests that drive the gateway over real HTTP.
- * It parses the wire format itself (no EventSource), so tests see exactly what the server wrote: every message's
- * `id:` and `data:` lines, and every `: comment` line (recorded, never treated as a message).
+ * It parses the wire format with the HTTP SDK's WHATWG parser (no EventSource), so tests see exactly what the server
+ * wrote: every message's `id:` and `data:` lines, and every `: comment` line (recorded, never treated as a message).
  *
  * @example
  * const sse = await openSse(`${gateway.url}/api/threads/r1/t1/events`);
@@ -9,73 +9,9 @@
  * sse.close();
  */
 import type { ThreadEvent } from '../../client/bus/types';
+import { parseSse, type SseMessage } from '../../client/http';
 
-/** One dispatched SSE message: the fields of one block of lines ended by a blank line. */
-export interface SseMessage {
-  /** This block's own `id:` line, if it had one (not the id a browser would carry over from earlier blocks). */
-  id?: string;
-  event?: string;
-  /** The `data:` lines joined with `\n`. */
-  data: string;
-  retry?: number;
-}
-
-/** An item of the raw stream: a message, or a comment line (its text after the colon and one optional space). */
-export type SseItem = { kind: 'message'; message: SseMessage } | { kind: 'comment'; text: string };
-
-/**
- * Parses an SSE body (WHATWG rules: lines end with CRLF, LF or CR; a blank line dispatches; a leading colon makes a
- * comment; one space after a field's colon is dropped; a block without `data:` dispatches nothing).
- */
-export async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseItem> {
-  const decoder = new TextDecoder();
-  const reader = body.getReader();
-  let buffer = '';
-  let fields: { id?: string; event?: string; data: string[]; retry?: number } = { data: [] };
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      buffer += done ? decoder.decode() : decoder.decode(value, { stream: true });
-      for (;;) {
-        const end = buffer.search(/\r\n|\r|\n/);
-        if (end < 0) break;
-        // A CR at the very end of the buffer may be the first half of a CRLF: wait for more input.
-        if (buffer[end] === '\r' && end === buffer.length - 1 && !done) break;
-        const line = buffer.slice(0, end);
-        buffer = buffer.slice(end + (buffer.startsWith('\r\n', end) ? 2 : 1));
-        if (line === '') {
-          if (fields.data.length > 0) {
-            const message: SseMessage = { data: fields.data.join('\n') };
-            if (fields.id !== undefined) message.id = fields.id;
-            if (fields.event !== undefined) message.event = fields.event;
-            if (fields.retry !== undefined) message.retry = fields.retry;
-            yield { kind: 'message', message };
-          }
-          fields = { data: [] };
-          continue;
-        }
-        if (line.startsWith(':')) {
-          yield { kind: 'comment', text: stripSpace(line.slice(1)) };
-          continue;
-        }
-        const colon = line.indexOf(':');
-        const name = colon < 0 ? line : line.slice(0, colon);
-        const value = colon < 0 ? '' : stripSpace(line.slice(colon + 1));
-        if (name === 'data') fields.data.push(value);
-        else if (name === 'id' && !value.includes('\0')) fields.id = value;
-        else if (name === 'event') fields.event = value;
-        else if (name === 'retry' && /^\d+$/.test(value)) fields.retry = Number(value);
-      }
-      if (done) return;
-    }
-  } finally {
-    reader.releaseLock();
-  }
-}
-
-function stripSpace(value: string): string {
-  return value.startsWith(' ') ? value.slice(1) : value;
-}
+export { parseSse, type SseItem, type SseMessage } from '../../client/http';
 
 /** An open SSE response, read eagerly in the background so that comments arrive even while nobody waits. */
 export interface SseStream {

@@ -8,15 +8,14 @@
  *   REDIS_URL                               the event bus shared with the test process
  *   OPENAI_BASE_URL                         the scripted model server
  *   THREADLINE_WORKFLOW_BUNDLE              path of the prebundled workflow code (global setup writes it)
- *   THREADLINE_TEST_AGENTS                  comma-separated ids of the test agents to host (default `tester`)
+ *   THREADLINE_TEST_AGENTS                  comma-separated ids of the test agents to host (default `tester`;
+ *                                           the table is test/support/test-agents.ts)
+ *   THREADLINE_TEST_TOOL_LOG                optional file where every tool call appends a JSON line
  */
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import type { AgentDefinition } from '../../activities/agent';
 import { RedisBus } from '../../client/bus/redis';
 import { createWorker } from '../../worker/index';
-import { testAgent } from './harness';
-
-const testAgents: Record<string, AgentDefinition> = { [testAgent.id]: testAgent };
+import { testAgentsFromEnv } from './test-agents';
 
 function required(name: string): string {
   const value = process.env[name];
@@ -24,19 +23,10 @@ function required(name: string): string {
   return value;
 }
 
-function agentsFromEnv(): AgentDefinition[] {
-  const ids = (process.env.THREADLINE_TEST_AGENTS || testAgent.id).split(',').map((id) => id.trim());
-  return ids.filter(Boolean).map((id) => {
-    const agent = testAgents[id];
-    if (!agent) throw new Error(`Unknown test agent "${id}". Known: ${Object.keys(testAgents).join(', ')}.`);
-    return agent;
-  });
-}
-
 Runtime.install({ logger: new DefaultLogger('WARN') });
 const bus = new RedisBus(required('REDIS_URL'));
 const worker = await createWorker({
-  agents: agentsFromEnv(),
+  agents: testAgentsFromEnv(),
   bus,
   address: required('TEMPORAL_ADDRESS'),
   taskQueue: required('TEMPORAL_TASK_QUEUE'),

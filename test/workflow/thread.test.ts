@@ -5,7 +5,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { threadKey } from '../../workflows/ids';
 import { sendMessageSignal, submitInputUpdate, threadStateQuery } from '../../workflows/definitions';
-import { afterFinishes, collectUntil, startHarness, textByRun, userTurns, type Harness } from '../support/harness';
+import {
+  afterFinishes,
+  collectUntil,
+  startHarness,
+  textByRun,
+  userTurns,
+  wakeEventTypes,
+  type Harness,
+} from '../support/harness';
 
 let h: Harness;
 beforeAll(async () => {
@@ -25,17 +33,7 @@ describe('messages', () => {
     await expect(result.persisted).resolves.toBeUndefined();
     const events = await collectUntil(sub.stream, (e) => e.type === 'finish');
     sub.unsubscribe();
-    expect(events.map((e) => e.type)).toEqual([
-      'start',
-      'data-user-message',
-      'step-start',
-      'text-start',
-      'text-delta',
-      'text-delta',
-      'text-end',
-      'step-finish',
-      'finish',
-    ]);
+    expect(events.map((e) => e.type)).toEqual(wakeEventTypes(2));
     expect(new Set(events.map((e) => e.runId))).toEqual(new Set([result.runId]));
     const ids = events.map((e) => Number(e.id));
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
