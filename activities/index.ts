@@ -32,6 +32,10 @@ export const createActivities = (deps: ActivityDeps) => ({
     notifications: NotificationInput[],
     context: DecideContext,
   ): Promise<(ConfiguredDecision | null)[]> => decideNotifications(deps.agents, agentId, notifications, context),
+  /** Notification records that left a thread's inbox: kept by the bus, so they stay retrievable. */
+  async archiveNotifications(threadKey: string, records: object[]): Promise<void> {
+    await deps.bus.archive(threadKey, records as Record<string, unknown>[]);
+  },
   /** Workflow-decided events (run start/finish, echoes of persisted inputs, queue changes). Idempotent by key. */
   async publishEvents(threadKey: string, events: EventDraft[]): Promise<void> {
     await deps.bus.publish(threadKey, events);

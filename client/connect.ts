@@ -11,7 +11,7 @@ import {
   type UpdateDefinition,
   isGrpcServiceError,
 } from '@temporalio/client';
-import type { EventBus } from './bus/types';
+import type { ArchivePage, EventBus } from './bus/types';
 import { ConflictError, NotFoundError, ThreadlineError, ValidationError } from './errors';
 import {
   messageInput,
@@ -222,6 +222,25 @@ export class ThreadlineClient {
     }
   }
 
+  /** Records that left the thread's inbox beyond its bound (the bus keeps them), newest first. */
+  async listArchivedNotifications(
+    target: ThreadTarget,
+    page: { limit?: number; cursor?: string } = {},
+  ): Promise<ArchivePage> {
+    const parsed = threadTargetSchema.safeParse({ resourceId: target.resourceId, threadId: target.threadId });
+    if (!parsed.success) throw new ValidationError(`Invalid target: ${describeZodError(parsed.error)}`);
+    const limit = page.limit ?? 20;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
+      throw new ValidationError('Invalid page: limit must be a whole number from 1 to 200.');
+    }
+    try {
+      return await this.bus.archived(threadKey(target.resourceId, target.threadId), { limit, cursor: page.cursor });
+    } catch (err) {
+      if (/Invalid cursor/.test((err as Error).message)) throw new ValidationError((err as Error).message);
+      throw err;
+    }
+  }
+
   /** `seen` / `dismiss` / `archive` (SPEC §4.4). Unknown thread or record → NotFoundError. */
   async changeNotificationStatus(
     target: ThreadTarget,
@@ -413,6 +432,11 @@ export class AgentClient {
   /** The thread's inbox, newest first (filters: status, priority, source, q; paging: limit, cursor). */
   listNotifications(target: ThreadTarget, query?: NotificationQuery): Promise<RecordPage | null> {
     return this.client.listNotifications(target, query);
+  }
+
+  /** Records that left the inbox beyond `maxInboxRecords`, newest first (kept by the bus). */
+  listArchivedNotifications(target: ThreadTarget, page?: { limit?: number; cursor?: string }): Promise<ArchivePage> {
+    return this.client.listArchivedNotifications(target, page);
   }
 
   markNotificationsSeen(target: ThreadTarget, ids: string[]): Promise<NotificationRecord[]> {

@@ -224,6 +224,8 @@ export interface ThreadSnapshot {
   remembered: [string, InputResult][];
   /** Notification sends remembered for idempotency, compactly: record ids and actions (absent before notifications). */
   rememberedBatches?: [string, RememberedBatch][];
+  /** Records that left the inbox beyond its bound, waiting for the archive activity (absent when none). */
+  evicted?: NotificationRecord[];
   /** The last notification record number: record ids are `n1`, `n2`, … per thread (short, for prompts and state). */
   notificationSeq?: number;
   eventSeq: number;
@@ -393,6 +395,7 @@ export class ThreadState {
   hasWork(): boolean {
     const { run } = this.s;
     if (this.s.outbox.length > 0) return true;
+    if ((this.s.evicted?.length ?? 0) > 0 && (!run || this.isParked())) return true;
     if (!run) return this.s.queue.length > 0;
     return !this.isParked() || run.abortRequested === true;
   }
@@ -1274,7 +1277,23 @@ export class ThreadState {
     }
   }
 
-  /** Over the bound, the oldest closed records leave the inbox; subscribers get each one in full first. */
+  /** Records waiting to be archived (at most `max`), taken off the thread; `restoreEvicted` puts them back. */
+  takeEvicted(max = 200): NotificationRecord[] {
+    return this.s.evicted?.splice(0, max) ?? [];
+  }
+
+  restoreEvicted(records: NotificationRecord[]): void {
+    (this.s.evicted ??= []).unshift(...records);
+  }
+
+  get evictedCount(): number {
+    return this.s.evicted?.length ?? 0;
+  }
+
+  /**
+   * Over the bound, the oldest closed records leave the inbox for the archive (the bus keeps them retrievable:
+   * `listArchivedNotifications`); subscribers get each one in full as it leaves.
+   */
   private evictClosed(): void {
     const inbox = this.s.inbox;
     if (!inbox || inbox.length <= this.config.maxInboxRecords) return;
@@ -1285,7 +1304,8 @@ export class ThreadState {
       if (!isClosed(r)) continue;
       leaving.add(r.id);
       excess -= 1;
-      this.emit('notification-updated', { change: 'evicted', notification: r });
+      this.emit('notification-updated', { change: 'evicted', notification: withoutBody({ ...r }) });
+      (this.s.evicted ??= []).push(r);
     }
     this.s.inbox = inbox.filter((r) => !leaving.has(r.id));
   }

@@ -100,6 +100,10 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: { maximumAttempts: config.step.maxAttempts, initialInterval: config.step.initialRetryMs },
   });
+  const { archiveNotifications } = proxyActivities<Activities>({
+    startToCloseTimeout: '30 seconds',
+    retry: { maximumAttempts: 20, initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
+  });
   const { runTool } = proxyActivities<Activities>({
     startToCloseTimeout: config.tool.startToCloseTimeoutMs,
     retry: { maximumAttempts: config.tool.maxAttempts },
@@ -381,6 +385,18 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     return failed;
   };
 
+  /** Records that left the inbox go to the bus's archive; while it is down they wait in the thread. */
+  const archive = async (): Promise<void> => {
+    const records = thread.takeEvicted();
+    try {
+      await archiveNotifications(key, records);
+    } catch (err) {
+      log.warn('Archiving notifications failed; retrying', { error: (err as Error).message });
+      thread.restoreEvicted(records);
+      await sleep(5_000);
+    }
+  };
+
   const runToolCalls = async (plan: StepPlan, result: StepResult, cancelWhen: () => boolean): Promise<void> => {
     const results = await Promise.all(result.toolCalls.map((call) => runOneTool(plan, call, cancelWhen)));
     thread.recordToolResults(plan, results);
@@ -526,7 +542,8 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     if (wantsContinueAsNew()) break;
     if (!thread.run && thread.startNextQueued()) continue;
     if (thread.run && (!thread.isParked() || thread.run.abortRequested)) await step();
-    else await publish();
+    else if (thread.outboxSize > 0 || thread.evictedCount === 0) await publish();
+    else await archive();
   }
 
   // Continue-as-new only between steps, after every handler finished, with the outbox flushed: nothing is lost, and

@@ -1,5 +1,8 @@
 import {
+  archivePage,
   defaultRetention,
+  MAX_ARCHIVED_PER_THREAD,
+  type ArchivePage,
   type BusItem,
   type BusRetention,
   type EventBus,
@@ -90,6 +93,8 @@ class ThreadLog {
 export class MemoryBus implements EventBus {
   private readonly retention: BusRetention;
   private readonly threads = new Map<string, ThreadLog>();
+  /** Archived notification records per thread, oldest first (kept for the process's life, bounded). */
+  private readonly archives = new Map<string, Record<string, unknown>[]>();
   private readonly onClose = new Set<() => void>();
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
@@ -122,6 +127,17 @@ export class MemoryBus implements EventBus {
     // the caller, after a gap marker.
     if (cursor > thread.lastId) cursor = -1;
     return this.stream(thread, threadKey, cursor, signal);
+  }
+
+  async archive(threadKey: string, records: Record<string, unknown>[]): Promise<void> {
+    const kept = this.archives.get(threadKey) ?? [];
+    kept.push(...records);
+    if (kept.length > MAX_ARCHIVED_PER_THREAD) kept.splice(0, kept.length - MAX_ARCHIVED_PER_THREAD);
+    this.archives.set(threadKey, kept);
+  }
+
+  async archived(threadKey: string, page: { limit: number; cursor?: string }): Promise<ArchivePage> {
+    return archivePage([...(this.archives.get(threadKey) ?? [])].reverse(), page);
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,9 @@
 import { Redis, type Result } from 'ioredis';
 import {
+  archivePage,
   defaultRetention,
+  MAX_ARCHIVED_PER_THREAD,
+  type ArchivePage,
   type BusItem,
   type BusRetention,
   type EventBus,
@@ -141,6 +144,24 @@ export class RedisBus implements EventBus {
     const newest = this.client.xrevrange(stream, '+', '-', 'COUNT', activeRun ? scanPage : 1);
     newest.catch(() => {});
     return this.read(stream, { newest, activeRun }, signal);
+  }
+
+  async archive(threadKey: string, records: Record<string, unknown>[]): Promise<void> {
+    if (records.length === 0) return;
+    const key = `${this.prefix}:archive:${threadKey}`;
+    await this.client
+      .multi()
+      .rpush(key, ...records.map((r) => JSON.stringify(r)))
+      .ltrim(key, -MAX_ARCHIVED_PER_THREAD, -1)
+      .exec();
+  }
+
+  async archived(threadKey: string, page: { limit: number; cursor?: string }): Promise<ArchivePage> {
+    const all = await this.client.lrange(`${this.prefix}:archive:${threadKey}`, 0, -1);
+    return archivePage(
+      all.reverse().map((json) => JSON.parse(json) as Record<string, unknown>),
+      page,
+    );
   }
 
   async close(): Promise<void> {

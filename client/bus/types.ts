@@ -67,12 +67,28 @@ export type SubscribeFrom = { afterId: string } | { activeRun: true } | { live: 
  */
 export type BusItem = { kind: 'event'; event: ThreadEvent } | { kind: 'gap'; oldestId: string | null };
 
+/** Archived notification records, newest first; `nextCursor` pages on (null at the end). */
+export interface ArchivePage {
+  notifications: Record<string, unknown>[];
+  nextCursor: string | null;
+}
+
+/** Records kept per thread in the archive (the oldest are dropped beyond it). */
+export const MAX_ARCHIVED_PER_THREAD = 10_000;
+
 export interface EventBus {
   /** Appends events in order; returns them with their ids (already-published keys return the retained event). */
   publish(threadKey: string, events: EventDraft[]): Promise<ThreadEvent[]>;
   /** Yields items until `signal` aborts or the bus closes. */
   subscribe(threadKey: string, from: SubscribeFrom, signal?: AbortSignal): AsyncIterable<BusItem>;
   close(): Promise<void>;
+  /**
+   * Keeps notification records that left a thread's inbox (beyond its bound), so they stay retrievable. A record
+   * stored twice (a retried activity) is listed once.
+   */
+  archive(threadKey: string, records: Record<string, unknown>[]): Promise<void>;
+  /** Archived records, newest first. */
+  archived(threadKey: string, page: { limit: number; cursor?: string }): Promise<ArchivePage>;
 }
 
 export interface BusRetention {
@@ -83,3 +99,19 @@ export interface BusRetention {
 }
 
 export const defaultRetention: BusRetention = { maxEvents: 10_000, idleMs: 60 * 60 * 1000 };
+
+/** One page of archived records (newest first); the cursor is the offset of the next page, duplicates listed once. */
+export function archivePage(
+  newestFirst: Record<string, unknown>[],
+  page: { limit: number; cursor?: string },
+): ArchivePage {
+  const seen = new Set<unknown>();
+  const unique = newestFirst.filter((r) => (seen.has(r.id) ? false : (seen.add(r.id), true)));
+  const start = page.cursor === undefined ? 0 : Number(page.cursor);
+  if (!Number.isInteger(start) || start < 0) {
+    throw new Error(`Invalid cursor "${page.cursor}": pass a nextCursor as given.`);
+  }
+  const notifications = unique.slice(start, start + page.limit);
+  const next = start + notifications.length;
+  return { notifications, nextCursor: next < unique.length ? String(next) : null };
+}

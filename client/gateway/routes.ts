@@ -106,6 +106,8 @@ const notificationsQuerySchema = z.object({
   cursor: z.string().max(256).optional(),
 });
 
+const archiveQuerySchema = notificationsQuerySchema.pick({ limit: true, cursor: true });
+
 const subscribeBodySchema = threadTargetSchema.extend({
   lastEventId: z.string().optional(),
   hideSignals: z.boolean().optional(),
@@ -381,6 +383,16 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
         if (!page) throw new NotFoundError(`No thread ${target.resourceId}/${target.threadId}.`);
         return c.json(page);
       },
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/api/threads/:resourceId/:threadId/notifications/archive',
+      summary:
+        'Records that left the inbox beyond its bound (kept by the bus), newest first: `{ notifications, nextCursor }`.',
+      thread: 'path',
+      query: archiveQuerySchema,
+      handle: async ({ c, target, query }) => c.json(await client.listArchivedNotifications(target, query)),
     }),
 
     ...(['seen', 'dismiss', 'archive'] as const).map((change) =>

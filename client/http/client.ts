@@ -146,6 +146,14 @@ export class ThreadlineHttpClient {
     });
   }
 
+  /** Records that left the inbox beyond its bound (kept by the bus), newest first. */
+  listArchivedNotifications(
+    target: ThreadTarget,
+    page: { limit?: number; cursor?: string } = {},
+  ): Promise<{ notifications: NotificationRecord[]; nextCursor: string | null }> {
+    return this.request('GET', `${threadPath(target)}/notifications/archive`, { query: { ...page }, retry: true });
+  }
+
   markNotificationSeen(target: ThreadTarget, id: string): Promise<NotificationRecord> {
     return this.notificationAction(target, id, 'seen');
   }

@@ -120,6 +120,9 @@ const threadRequests: Record<string, (t: ThreadTarget) => { path: string; body?:
     body: { notification: { source: 'github', kind: 'ci', summary: 'red' }, ...t },
   }),
   'GET /api/threads/{resourceId}/{threadId}/notifications': (t) => ({ path: `${threadPath(t)}/notifications` }),
+  'GET /api/threads/{resourceId}/{threadId}/notifications/archive': (t) => ({
+    path: `${threadPath(t)}/notifications/archive`,
+  }),
   'POST /api/threads/{resourceId}/{threadId}/notifications/{notificationId}/seen': (t) => ({
     path: `${threadPath(t)}/notifications/n1/seen`,
   }),

@@ -38,6 +38,9 @@ class WatchedBus implements EventBus {
     return this.inner.publish(key, events);
   }
 
+  archive: EventBus['archive'] = (key, records) => this.inner.archive(key, records);
+  archived: EventBus['archived'] = (key, page) => this.inner.archived(key, page);
+
   /** Ends every open subscription to `key` as if the bus had closed: their streams end normally. */
   endSubscriptions(key: string): void {
     for (const ender of this.enders.get(key) ?? []) ender.abort();

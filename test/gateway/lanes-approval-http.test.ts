@@ -144,6 +144,7 @@ describe('notifications over HTTP (SPEC §4, §6)', () => {
       pending: 1,
       archived: 1,
     });
+    expect(await agent.listArchivedNotifications(t)).toEqual({ notifications: [], nextCursor: null });
     expect(await httpStatus(agent.dismissNotification(t, 'nope'))).toBe(404);
     expect(await httpStatus(agent.listNotifications(t, { status: ['bogus' as never] }))).toBe(400);
     expect(await agent.listNotifications(h.thread())).toBeNull();

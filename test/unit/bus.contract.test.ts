@@ -45,6 +45,22 @@ describe.each(implementations)('$name bus', { timeout: 30_000 }, ({ name, create
     return { iterator, abort: () => controller.abort() };
   }
 
+  it('archives notification records: newest first, paged, a record stored twice listed once, threads apart', async () => {
+    const bus = newBus();
+    const records = (from: number, to: number) =>
+      Array.from({ length: to - from + 1 }, (_, i) => ({ id: `n${from + i}`, summary: `s${from + i}` }));
+    await bus.archive('t:a', records(1, 3));
+    await bus.archive('t:a', records(3, 5)); // n3 again: a retried activity
+    await bus.archive('t:b', records(9, 9));
+    const first = await bus.archived('t:a', { limit: 3 });
+    expect(first.notifications.map((r) => r.id)).toEqual(['n5', 'n4', 'n3']);
+    const second = await bus.archived('t:a', { limit: 3, cursor: first.nextCursor! });
+    expect(second).toEqual({ notifications: [records(2, 2)[0], records(1, 1)[0]], nextCursor: null });
+    expect((await bus.archived('t:b', { limit: 10 })).notifications).toEqual(records(9, 9));
+    expect(await bus.archived('t:none', { limit: 10 })).toEqual({ notifications: [], nextCursor: null });
+    await expect(bus.archived('t:a', { limit: 1, cursor: 'x' })).rejects.toThrow(/Invalid cursor/);
+  });
+
   it('assigns strictly increasing ids and keeps publish order', async () => {
     const bus = newBus();
     const thread = newThread();

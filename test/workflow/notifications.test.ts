@@ -284,6 +284,49 @@ describe('the inbox tool and the application API (SPEC §4.4)', () => {
   });
 });
 
+describe('the inbox bound', () => {
+  it('closed records beyond maxInboxRecords leave for the archive and stay retrievable; open ones never leave', async () => {
+    const small = await startHarness({ agents: [inboxer], threadConfig: { maxInboxRecords: 3 } });
+    try {
+      const t = small.thread();
+      const a = small.client.agent('inboxer');
+      const first = await a.sendNotificationSignal(
+        [1, 2, 3].map((n) => ci({ priority: 'low', summary: `old ${n}` })),
+        t,
+      );
+      const [n1, n2, n3] = first.notifications.map((n) => n.id);
+      await a.dismissNotifications(t, [n1]);
+      await a.archiveNotifications(t, [n2]);
+      // Three open records would exceed the bound with n3 still open: refused, nothing changed.
+      await expect(
+        a.sendNotificationSignal(
+          [4, 5, 6].map((n) => ci({ priority: 'low', summary: `new ${n}` })),
+          t,
+        ),
+      ).rejects.toThrow(/inbox holds 1 open notifications/);
+      await a.sendNotificationSignal(
+        [4, 5].map((n) => ci({ priority: 'low', summary: `new ${n}` })),
+        t,
+      );
+      const live = await a.listNotifications(t);
+      expect(live!.notifications.map((r) => r.summary).sort()).toEqual(['new 4', 'new 5', 'old 3']);
+      expect(live!.notifications.some((r) => r.id === n3)).toBe(true);
+      let archived = await a.listArchivedNotifications(t);
+      for (let i = 0; i < 600 && archived.notifications.length < 2; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        archived = await a.listArchivedNotifications(t);
+      }
+      expect(archived.notifications.map((r) => [r.id, r.status])).toEqual([
+        [n2, 'archived'],
+        [n1, 'dismissed'],
+      ]);
+      expect(archived.notifications[0]).toMatchObject({ summary: 'old 2', source: 'github' });
+    } finally {
+      await small.close();
+    }
+  });
+});
+
 describe('durable delivery', () => {
   it('a deferred notification is delivered once by its timer, across a worker replacement', async () => {
     let dueAt = 0;
