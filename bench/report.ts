@@ -12,6 +12,7 @@ import {
   type InterruptSeries,
   type InterruptVariant,
 } from './interrupt';
+import type { NotificationsResult } from './notifications';
 import type { IngestCase, SignalIngestResult } from './signal-ingest';
 import type { StateIngestResult } from './state-ingest';
 import { summarize, type Summary } from './stats';
@@ -40,6 +41,7 @@ export interface BenchResults {
   interrupt: InterruptResult;
   gatewayBus: GatewayBusResult;
   stateIngest: StateIngestResult;
+  notifications: NotificationsResult;
 }
 
 /** What the issue asks for, and Mastra's in-process, non-durable path for comparison. */
@@ -206,6 +208,7 @@ export function renderReport(r: BenchResults): string {
     ...interruptSection(r.interrupt),
     ...gatewayBusSection(r.gatewayBus),
     ...stateIngestSection(r.stateIngest),
+    ...notificationsSection(r.notifications),
   ].join('\n');
 }
 
@@ -610,5 +613,106 @@ function stateIngestSection(g: StateIngestResult): string[] {
     '',
     ...g.problems.map((problem) => `- ${problem}`),
     ...(g.problems.length > 0 ? [''] : []),
+  ];
+}
+
+function notificationsSection(h: NotificationsResult): string[] {
+  const { records: rec, wakes: w, history: hist } = h;
+  const perThread = Math.ceil(h.notifications / h.threads);
+  const keysPerThread = Math.ceil(perThread / h.dedupeRun);
+  const pct = (x: number) => `${Math.round(x * 100)} %`;
+  const mix = Object.entries(h.priorityMix)
+    .map(([p, share]) => `${pct(share)} ${p}`)
+    .join(', ');
+  const latencyRow = (name: string, s: Summary) => `| ${name} | ${int(s.n)} | ${pcts(s)} | ${ms(s.max)} |`;
+  const actionColumns = [...new Set(Object.values(h.actionsByPriority).flatMap((row) => Object.keys(row)))].sort();
+  const byType = Object.entries(hist.eventsByType)
+    .sort((p, q) => q[1] - p[1])
+    .map(([type, n]) => `${type} ${int(n)} (${(n / Math.max(1, h.accepted)).toFixed(2)})`)
+    .join(', ');
+  return [
+    '## (h) Notification ingest: dedupe, wakes and history',
+    '',
+    `${int(h.notifications)} notifications over ${int(h.threads)} fresh threads (${int(perThread)} each), one per ` +
+      `\`sendNotificationSignal\` call as a webhook receiver makes them, ${h.concurrency} calls in flight over all ` +
+      'threads (round-robin: notification i of every thread before notification i + 1 of any; the client keeps at ' +
+      `most 8 in flight per thread). Notification i of a thread carries \`dedupeKey: k\${Math.floor(i / ${h.dedupeRun})}\`: ` +
+      `each key is used by ${h.dedupeRun} consecutive notifications of its thread (${keysPerThread} keys per thread, ` +
+      `${int(h.distinctKeys)} in all), each key with one source and kind (in turn ${h.streams.map((x) => `\`${x}\``).join(', ')}), ` +
+      `since records coalesce only within a source and kind. Priorities: ${mix} (exact counts, shuffled ` +
+      `with a fixed seed; a coalesced send replaces its record's priority). The threads' digest window is ` +
+      `${int(h.digestWindowMs)} ms (thread setting \`digestWindowMs\`: the bench agent has no \`notifications\` of its ` +
+      'own), the built-in delivery policy decides, and the scripted model server answers every wake at once. ' +
+      'Latency is from the call to its answer; the rest is read back once every thread has settled (idle, nothing ' +
+      'queued, no pending record due later, no workflow task or activity in flight).',
+    '',
+    '| sent | accepted | failed | wall time | **accepted/s** | settled after the last answer |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: |',
+    `| ${int(h.sent)} | ${int(h.accepted)} | ${int(h.failed)} | ${sec(h.durationMs)} s | ` +
+      `**${h.acceptedPerSecond.toFixed(1)}** | ${sec(h.settleMs)} s |`,
+    '',
+    '| call → answer | n | p50 / p90 / p99 | max |',
+    '| --- | ---: | ---: | ---: |',
+    latencyRow('every send', h.acceptLatency),
+    latencyRow('first send to a thread (creates it)', h.firstToThreadLatency),
+    latencyRow('later sends', h.laterLatency),
+    '',
+    '### Records and wakes',
+    '',
+    '| | count | per notification |',
+    '| --- | ---: | ---: |',
+    `| notifications accepted | ${int(h.accepted)} | 1 |`,
+    `| inbox records created | **${int(rec.created)}** | ${(rec.created / Math.max(1, h.accepted)).toFixed(3)} |`,
+    `| sends coalesced into a pending record | ${int(rec.coalescedSends)} | ` +
+      `${(rec.coalescedSends / Math.max(1, h.accepted)).toFixed(3)} |`,
+    `| fewest records possible (one per key) | ${int(h.distinctKeys)} | ` +
+      `${(h.distinctKeys / Math.max(1, h.notifications)).toFixed(3)} |`,
+    `| model wakes (runs started) | **${int(w.runs)}** | ${(w.runs / Math.max(1, h.accepted)).toFixed(3)} |`,
+    `| one wake per notification | ${int(h.accepted)} | 1 |`,
+    `| model requests (steps) | ${int(w.modelRequests)} | ${(w.modelRequests / Math.max(1, h.accepted)).toFixed(3)} |`,
+    `| full \`<notification>\` deliveries stored | ${int(w.fullDeliveries)} | ` +
+      `${(w.fullDeliveries / Math.max(1, h.accepted)).toFixed(3)} |`,
+    `| \`<notification-summary>\` digests stored (without a run: ${int(w.digestsWithoutRun)}) | ${int(w.digests)} | ` +
+      `${(w.digests / Math.max(1, h.accepted)).toFixed(3)} |`,
+    '',
+    `${w.notificationsPerRun.toFixed(1)} notifications per wake. Records per key (thread × key): ` +
+      `${rec.perKey.min}–${rec.perKey.max}, p50 ${rec.perKey.p50}: a key's record stops coalescing once it is ` +
+      'delivered in full (only pending records coalesce), so the next send with that key opens a new one. ' +
+      `Records by status at the end: ${counts(rec.byStatus)}; ${int(w.recordsSummarized)} were summarized at least once.`,
+    '',
+    'What the threads answered, per priority sent:',
+    '',
+    `| priority | ${actionColumns.join(' | ')} |`,
+    `| --- | ${actionColumns.map(() => '---:').join(' | ')} |`,
+    ...Object.keys(h.priorityMix).map(
+      (p) => `| ${p} | ${actionColumns.map((a) => int(h.actionsByPriority[p]?.[a] ?? 0)).join(' | ')} |`,
+    ),
+    '',
+    '### History',
+    '',
+    '| executions (max per thread) | history events | **per notification** | per thread p50 / max |',
+    '| ---: | ---: | ---: | ---: |',
+    `| ${int(hist.executions)} (${hist.maxExecutionsPerThread}) | ${int(hist.events)} | ` +
+      `**${hist.eventsPerNotification.toFixed(2)}** | ${int(hist.eventsPerThread.p50)} / ${int(hist.eventsPerThread.max)} |`,
+    '',
+    `Every event of every execution of every thread (sends, digests, the runs they woke, continue-as-new), by type ` +
+      `(per notification): ${byType}.`,
+    '',
+    '### Checks',
+    '',
+    'The `coalescedCount` of every record (read back with `listNotifications`, every page) adds up to the ' +
+      'notifications accepted; each record counts exactly the sends answered with its id, all with its key; the ' +
+      "records listed, the threads' `inbox.total` and the sends answered as new agree; every thread settled.",
+    '',
+    '| nothing lost (Σ coalescedCount = accepted) | counts = answers | records agree | settled |',
+    '| --- | --- | --- | --- |',
+    `| ${yes(h.checks.nothingLost)} (${int(rec.coalescedCountSum)}) | ${yes(h.checks.countsMatchAnswers)} | ` +
+      `${yes(h.checks.recordsAgree)} (${int(rec.listed)} / ${int(rec.created)} / ${int(rec.newAnswers)}) | ` +
+      `${yes(h.checks.settled)} |`,
+    '',
+    `Client errors retried or thrown: ${counts(h.clientErrors)}. Worker warnings and errors: ${counts(h.workerLog)}.`,
+    '',
+    ...h.problems.map((problem) => `- ${problem}`),
+    ...(h.problems.length > 0 ? [''] : []),
   ];
 }

@@ -13,6 +13,7 @@ import { benchIdleWake } from './idle-wake';
 import { benchInjection } from './injection';
 import { benchGatewayBus } from './gateway-bus';
 import { benchInterrupt } from './interrupt';
+import { benchNotifications } from './notifications';
 import { renderReport, targets, type BenchResults } from './report';
 import { benchSignalIngest } from './signal-ingest';
 import { benchStateIngest } from './state-ingest';
@@ -38,6 +39,15 @@ const sizes = quick
         resume: { samples: 10, warmup: 2 },
       },
       stateIngest: { ratePerSecond: 50, seconds: 10, duplicateShare: 0.9 },
+      notifications: {
+        notifications: 1_000,
+        threads: 10,
+        concurrency: 48,
+        dedupeRun: 10,
+        digestWindowMs: 1_000,
+        maxSeconds: 120,
+        settleSeconds: 120,
+      },
     }
   : {
       wake: { samples: 300, warmup: 10 },
@@ -58,6 +68,15 @@ const sizes = quick
         resume: { samples: 50, warmup: 3 },
       },
       stateIngest: { ratePerSecond: 50, seconds: 60, duplicateShare: 0.9 },
+      notifications: {
+        notifications: 10_000,
+        threads: 100,
+        concurrency: 48,
+        dedupeRun: 10,
+        digestWindowMs: 1_000,
+        maxSeconds: 600,
+        settleSeconds: 300,
+      },
     };
 const reportPath = fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url));
 const progress = (line: string) => process.stderr.write(`bench: ${line}\n`);
@@ -105,6 +124,14 @@ const benchmarks = {
     );
     return { stateIngest: await benchStateIngest(env, s, progress) };
   },
+  notifications: async (env: BenchEnv) => {
+    const n = sizes.notifications;
+    progress(
+      `(h) notifications: ${n.notifications} over ${n.threads} threads, one per call, ${n.concurrency} in flight, ` +
+        `dedupe keys in runs of ${n.dedupeRun}, digest window ${n.digestWindowMs} ms…`,
+    );
+    return { notifications: await benchNotifications(env, n, progress) };
+  },
 };
 
 const unknown = only?.filter((name) => !(name in benchmarks)) ?? [];
@@ -134,6 +161,7 @@ try {
     const { interrupt } = await benchmarks.interrupt(env);
     const { gatewayBus } = await benchmarks['gateway-bus'](env);
     const { stateIngest } = await benchmarks['state-ingest'](env);
+    const { notifications } = await benchmarks.notifications(env);
 
     const results: BenchResults = {
       machine: {
@@ -156,6 +184,7 @@ try {
       interrupt,
       gatewayBus,
       stateIngest,
+      notifications,
     };
     process.stdout.write(`${JSON.stringify({ ...results, targets }, null, 2)}\n`);
     await writeFile(reportPath, renderReport(results));

@@ -108,8 +108,8 @@ export function coalesce(record: NotificationRecord, input: ParsedNotification, 
   if (input.metadata) record.metadata = { ...record.metadata, ...input.metadata };
   record.coalescedCount += 1;
   record.updatedAt = now;
+  // `summaryAt` stays: a digest already scheduled keeps its time (a key that repeats must not postpone it forever).
   delete record.deliverAt;
-  delete record.summaryAt;
   delete record.fullWhenIdle;
 }
 

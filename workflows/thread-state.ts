@@ -1003,6 +1003,9 @@ export class ThreadState {
 
   private applyDecision(record: NotificationRecord, decision: DeliveryDecision, windowMs: number, now: number): void {
     if (decision.reason) record.deliveryReason = decision.reason;
+    // A digest already scheduled (even one due this instant) keeps its time.
+    const scheduledDigest = record.summaryAt;
+    delete record.summaryAt;
     switch (decision.action) {
       case 'deliver':
       case 'queue':
@@ -1013,7 +1016,8 @@ export class ThreadState {
         return;
       case 'summarize':
         // `high` while active is summarized at once and delivered in full once idle; the rest join the digest.
-        record.summaryAt = decision.summaryAt ?? (decision.fullWhenIdle ? now : this.nextDigestAt(now, windowMs));
+        record.summaryAt =
+          decision.summaryAt ?? (decision.fullWhenIdle ? now : (scheduledDigest ?? this.nextDigestAt(now, windowMs)));
         if (decision.fullWhenIdle) record.fullWhenIdle = true;
         return;
       case 'persist':

@@ -392,6 +392,14 @@ export class HttpAgent {
     return this.client.listNotifications(target, query);
   }
 
+  /** Records that left the inbox beyond its bound (kept by the bus), newest first. */
+  listArchivedNotifications(
+    target: ThreadTarget,
+    page?: { limit?: number; cursor?: string },
+  ): Promise<{ notifications: NotificationRecord[]; nextCursor: string | null }> {
+    return this.client.listArchivedNotifications(target, page);
+  }
+
   markNotificationSeen(target: ThreadTarget, id: string): Promise<NotificationRecord> {
     return this.client.markNotificationSeen(target, id);
   }

@@ -178,3 +178,35 @@ describe('selectWindow', () => {
     expect(selectWindow(all, { maxMessages: 10, maxBytes: 50 }).map((m) => m.id)).toEqual(['y'.repeat(100)]);
   });
 });
+
+describe('notification digests (SPEC §4.2)', () => {
+  it('a key that keeps repeating does not postpone its digest: one summary per window', () => {
+    let now = 0;
+    let n = 0;
+    const s = new ThreadState(emptySnapshot('r', 't'), resolveThreadConfig({ digestWindowMs: 1_000 }), {
+      now: () => now,
+      newId: () => `id-${++n}`,
+    });
+    const send = (i: number) =>
+      s.acceptNotifications({
+        id: `b${i}`,
+        agentId: 'a',
+        notifications: [{ source: 'github', kind: 'ci', priority: 'low', summary: `#${i}`, dedupeKey: 'k' }],
+      });
+    const summaries: number[] = [];
+    for (let i = 0; now <= 5_000; i++, now += 300) {
+      send(i);
+      s.dispatchNotifications();
+      for (const e of s.takeOutbox()) {
+        if (e.type === 'data-signal' && (e.payload as { tagName?: string }).tagName === 'notification-summary')
+          summaries.push(e.at);
+      }
+      // The digest is due within a window of the first send after the previous one, whatever was sent since.
+      const [record] = s.listNotifications().notifications;
+      if (record.summaryAt !== undefined) expect(record.summaryAt - now).toBeLessThanOrEqual(1_000);
+    }
+    // Windows open at the first send after a digest (0, 1,500, 3,000) and close a second later; this loop dispatches
+    // every 300 ms, as the workflow's timer would exactly on time. Before, each coalesce pushed the digest back.
+    expect(summaries).toEqual([1_200, 2_700, 4_200]);
+  });
+});
