@@ -165,6 +165,24 @@ describe('the built-in delivery table (SPEC §4.2, §4.3)', () => {
     expect(idleSent.notifications[0]).toMatchObject({ action: 'deliver', status: 'delivered' });
   });
 
+  it('high on an idle thread wakes it; low while active waits for the digest', async () => {
+    const idle = h.thread();
+    const idleStream = h.client.subscribeToThread(idle).stream;
+    const high = await agent().sendNotificationSignal(ci({ priority: 'high' }), idle);
+    expect(high.notifications[0]).toMatchObject({ action: 'deliver', status: 'delivered' });
+    await collectUntil(idleStream, afterFinishes(1));
+
+    const { t, stream, before } = await activeThread();
+    const low = await agent().sendNotificationSignal(ci({ priority: 'low', source: 'email', kind: 'mail' }), t);
+    expect(low.notifications[0]).toMatchObject({ action: 'summarize', status: 'pending' });
+    await untilRecord(t, low.notifications[0].id, (r) => r.summarySignalId !== undefined);
+    release!();
+    await collectUntil(stream, afterFinishes(1));
+    expect(promptOf(h.model.requests[before + 1])).toContain(
+      '<notification-summary pending="1" priority="low">email: 1</notification-summary>',
+    );
+  });
+
   it('low on an idle thread: the digest is stored without waking the thread', async () => {
     const t = h.thread();
     const stream = h.client.subscribeToThread(t).stream;
