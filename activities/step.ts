@@ -8,7 +8,7 @@ import { APICallError, jsonSchema, streamText, type ToolSet } from 'ai';
 import { z } from 'zod';
 import type { EventBus } from '../client/bus/types';
 import { describeZodError, legacySignalTypes, signalSchema, stateSignalSchema } from '../client/schemas';
-import { laneMessagesIn, stateOf, type StoredStateInfo } from '../workflows/lanes';
+import { computedStateVersion, laneMessagesIn, stateOf, type StoredStateInfo } from '../workflows/lanes';
 import { echoPayload, echoType, type StepPlan } from '../workflows/thread-state';
 import type { AssistantPart, InputMessage, StepResult, StoredMessage, ToolCall } from '../workflows/messages';
 import type { AgentDefinition, AgentRegistry, Processor } from './agent';
@@ -278,16 +278,13 @@ async function computeState(
     );
   }
   const s = parsed.data;
-  const tracking = lane?.tracking;
-  const sameKey = tracking?.currentCacheKey === s.cacheKey;
-  if (sameKey && tracking.currentMode === s.mode && hasSnapshot) return null;
-  // The current state again, because its snapshot left the window: same state, same version.
-  const refresh = sameKey && !hasSnapshot && s.mode === 'snapshot';
+  const version = computedStateVersion(lane?.tracking, s, hasSnapshot);
+  if (version === null) return null;
   const state: StoredStateInfo = {
     laneId,
     mode: s.mode,
     cacheKey: s.cacheKey,
-    version: refresh || (sameKey && tracking.currentMode === s.mode) ? tracking!.version : (tracking?.version ?? 0) + 1,
+    version,
     ...(s.value !== undefined ? { value: s.value } : {}),
     ...(s.delta !== undefined ? { delta: s.delta } : {}),
   };

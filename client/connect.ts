@@ -141,19 +141,39 @@ export class ThreadlineClient {
 
   /** Delivers an input with update-with-start: the first input to a thread starts exactly one execution. */
   async submit(target: ThreadTarget, input: ThreadInput): Promise<SendResult> {
-    return this.withStart(target, (workflowId) => this.submitOnce(workflowId, target, input));
+    const result = await this.updateWithStart(target, submitInputUpdate, input, (err) => unchangedState(err, input.id));
+    // An accepted update is already in the thread's history.
+    return { ...result, persisted: Promise.resolve() };
   }
 
   /**
-   * Runs one update-with-start against the thread. Temporal admits 10 in-flight updates per workflow; past that it
-   * turns updates away and drops workflow tasks, and throughput collapses (measured: 137/s at 8 in flight, 6/s at
-   * 32). Stay under it from this client.
+   * One update-with-start against the thread, resent while Temporal refuses it for a passing reason. Temporal admits
+   * 10 in-flight updates per workflow; past that it turns updates away and drops workflow tasks, and throughput
+   * collapses (measured: 137/s at 8 in flight, 6/s at 32). Stay under it from this client. `answered` turns a
+   * validator's refusal that is really an answer (a skipped state) into the result.
    */
-  private async withStart<R>(target: ThreadTarget, fn: (workflowId: string) => Promise<R>): Promise<R> {
+  private async updateWithStart<R, A>(
+    target: ThreadTarget,
+    update: UpdateDefinition<R, [A]>,
+    arg: A,
+    answered: (err: unknown) => R | null = () => null,
+  ): Promise<R> {
     const workflowId = threadKey(target.resourceId, target.threadId);
     const release = await this.inFlight.acquire(workflowId);
     try {
-      return await fn(workflowId);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.temporal.workflow.executeUpdateWithStart(update, {
+            args: [arg],
+            startWorkflowOperation: this.startOperation(workflowId, target),
+          });
+        } catch (err) {
+          const answer = answered(err);
+          if (answer) return answer;
+          if (await this.retryableUpdateError(err, attempt)) continue;
+          throw err;
+        }
+      }
     } finally {
       release();
     }
@@ -173,20 +193,7 @@ export class ThreadlineClient {
    * did with each (record id, status, action, coalesced).
    */
   async submitNotifications(target: ThreadTarget, batch: NotificationBatch): Promise<NotificationSendResult> {
-    return this.withStart(target, async (workflowId) => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await this.temporal.workflow.executeUpdateWithStart(submitNotificationsUpdate, {
-            args: [batch],
-            startWorkflowOperation: this.startOperation(workflowId, target),
-          });
-        } catch (err) {
-          const retry = await this.retryableUpdateError(err, attempt);
-          if (retry) continue;
-          throw err;
-        }
-      }
-    });
+    return this.updateWithStart(target, submitNotificationsUpdate, batch);
   }
 
   /** Waits and answers true for the transient refusals worth resending; maps update rejections to client errors. */
@@ -258,24 +265,6 @@ export class ThreadlineClient {
         throw new NotFoundError((err as Error).message, { cause: err });
       }
       throw err;
-    }
-  }
-
-  private async submitOnce(workflowId: string, target: ThreadTarget, input: ThreadInput): Promise<SendResult> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const result = await this.temporal.workflow.executeUpdateWithStart(submitInputUpdate, {
-          args: [input],
-          startWorkflowOperation: this.startOperation(workflowId, target),
-        });
-        // An accepted update is already in the thread's history.
-        return { ...result, persisted: Promise.resolve() };
-      } catch (err) {
-        const skipped = unchangedState(err, input.id);
-        if (skipped) return { ...skipped, persisted: Promise.resolve() };
-        if (await this.retryableUpdateError(err, attempt)) continue;
-        throw err;
-      }
     }
   }
 

@@ -113,6 +113,13 @@ export function coalesce(record: NotificationRecord, input: ParsedNotification, 
   delete record.fullWhenIdle;
 }
 
+/** Nothing more is due for the record: no deferred delivery, no digest, no full delivery waiting for idle. */
+export function unschedule(record: NotificationRecord): void {
+  delete record.deliverAt;
+  delete record.summaryAt;
+  delete record.fullWhenIdle;
+}
+
 /** The `<notification ...>` attributes: the record's own first, then the sender's (never overriding them). */
 export function notificationAttributes(record: NotificationRecord): Attributes {
   const own: Attributes = {

@@ -54,6 +54,23 @@ export function nextVersion(lane: Lane | undefined, state: Pick<StateInfo, 'cach
 }
 
 /**
+ * The version of a processor-computed state (SPEC §3.2), or null when it is the lane's current state and the window
+ * still shows it (nothing to emit). The current state again because its snapshot left the window keeps its version.
+ */
+export function computedStateVersion(
+  tracking: LaneTracking | undefined,
+  state: Pick<StateInfo, 'cacheKey' | 'mode'>,
+  hasSnapshot: boolean,
+): number | null {
+  if (!tracking) return 1;
+  const sameKey = tracking.currentCacheKey === state.cacheKey;
+  const unchanged = sameKey && tracking.currentMode === state.mode;
+  if (unchanged && hasSnapshot) return null;
+  const refresh = sameKey && !hasSnapshot && state.mode === 'snapshot';
+  return refresh || unchanged ? tracking.version : tracking.version + 1;
+}
+
+/**
  * The lane after `message` (a state message carrying `metadata.state`) was accepted. A snapshot replaces the
  * current state; a delta is added to the deltas since it (the oldest dropped beyond `maxDeltas`).
  */

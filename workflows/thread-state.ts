@@ -30,6 +30,7 @@ import {
   notificationAttributes,
   pageOf,
   summaryOf,
+  unschedule,
   withoutBody,
   type NotificationRecord,
   type RecordPage,
@@ -1074,9 +1075,7 @@ export class ThreadState {
     record.deliveredAt = now;
     record.deliveredSignalId = input.id;
     record.updatedAt = now;
-    delete record.deliverAt;
-    delete record.summaryAt;
-    delete record.fullWhenIdle;
+    unschedule(record);
   }
 
   /** The full signal stored without waking or joining a run; the record stays pending (never marked delivered). */
@@ -1092,9 +1091,7 @@ export class ThreadState {
     record.updatedAt = now;
     if (record.deliveryAttempts >= this.config.maxDeliveryAttempts) {
       record.status = 'failed';
-      delete record.deliverAt;
-      delete record.summaryAt;
-      delete record.fullWhenIdle;
+      unschedule(record);
     } else {
       const backoff = this.config.notificationRetryMs * 2 ** (record.deliveryAttempts - 1);
       record.deliverAt = now + Math.min(backoff, 60_000);
@@ -1217,9 +1214,7 @@ export class ThreadState {
       record.archivedAt = now;
     }
     record.updatedAt = now;
-    delete record.deliverAt;
-    delete record.summaryAt;
-    delete record.fullWhenIdle;
+    unschedule(record);
     this.emitRecord(record, record.status);
   }
 
@@ -1321,7 +1316,8 @@ export class ThreadState {
   private emitRecord(record: NotificationRecord, change: string): void {
     const payload = { change, notification: withoutBody({ ...record }) };
     const queued = this.unpublishedRecordEvents.get(record.id);
-    if (queued && this.s.outbox.includes(queued)) {
+    // The map holds only events still in the outbox: `takeOutbox` is the one way out, and it clears the map.
+    if (queued) {
       queued.payload = payload;
       queued.at = this.clock.now();
       return;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  computedStateVersion,
   isUnchanged,
   nextVersion,
   recordState,
@@ -58,5 +59,15 @@ describe('lane tracking (SPEC §3.1)', () => {
     // A copy of a copy still names the original.
     const again = refreshCopies({ ...lane, lastSnapshot: copies[0], deltasSinceSnapshot: [] }, '9', 'run-2', 100);
     expect(again[0].metadata!.state).toMatchObject({ refreshOf: 's1' });
+  });
+
+  it('versions a processor-computed state: nothing when current and seen, same version when re-sent (SPEC §3.2)', () => {
+    const { tracking } = recordState(undefined, stateMessage('s1', 'A', 'delta', 4), 10, 5);
+    expect(computedStateVersion(undefined, { cacheKey: 'A', mode: 'snapshot' }, false)).toBe(1);
+    expect(computedStateVersion(tracking, { cacheKey: 'A', mode: 'delta' }, true)).toBeNull();
+    expect(computedStateVersion(tracking, { cacheKey: 'A', mode: 'delta' }, false)).toBe(4);
+    expect(computedStateVersion(tracking, { cacheKey: 'A', mode: 'snapshot' }, false)).toBe(4);
+    expect(computedStateVersion(tracking, { cacheKey: 'A', mode: 'snapshot' }, true)).toBe(5);
+    expect(computedStateVersion(tracking, { cacheKey: 'B', mode: 'delta' }, false)).toBe(5);
   });
 });
