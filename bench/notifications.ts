@@ -15,8 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import * as grpc from '@grpc/grpc-js';
-import { Client, Connection, isGrpcServiceError, type WorkflowClient, type WorkflowHandle } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import type { NotificationInput, NotificationPriority, ThreadTarget } from '../client/schemas';
 import { connect, type ThreadlineClient } from '../client/connect';
 import { threadKey } from '../workflows/ids';
@@ -25,6 +24,7 @@ import type { InputMessage } from '../workflows/messages';
 import type { NotificationOutcome } from '../workflows/thread-state';
 import { defaultThreadConfig } from '../workflows/thread-state';
 import { workerLog, type BenchEnv } from './env';
+import { countClientErrors, eventTypeName, historyChain, mapLimit } from './temporal-helpers';
 import { summarize, type Summary } from './stats';
 
 export interface NotificationsSizes {
@@ -252,7 +252,10 @@ export async function benchNotifications(
       view: await client.getThread(target),
       records: await allRecords(client, target),
       messages: (await client.getMessages(target, { limit: defaultThreadConfig.maxStoredMessages }))?.messages ?? [],
-      chain: await executionChain(temporal.workflow, threadKey(target.resourceId, target.threadId)),
+      chain: (await historyChain(temporal.workflow, threadKey(target.resourceId, target.threadId))).map((x) => ({
+        runId: x.runId,
+        types: x.events.map(eventTypeName),
+      })),
     }));
 
     // Records.
@@ -493,65 +496,6 @@ async function settledWhy(client: ThreadlineClient, target: ThreadTarget): Promi
   if (description.raw.pendingWorkflowTask) return `${target.threadId}: a workflow task in flight`;
   if ((description.raw.pendingActivities ?? []).length > 0) return `${target.threadId}: an activity in flight`;
   return null;
-}
-
-/** Every execution of a thread's chain, oldest first (following `continuedExecutionRunId` back from the latest). */
-async function executionChain(
-  workflow: WorkflowClient,
-  workflowId: string,
-): Promise<{ runId: string; types: string[] }[]> {
-  const chain: { runId: string; types: string[] }[] = [];
-  let runId: string | undefined = (await workflow.getHandle(workflowId).describe()).runId;
-  while (runId) {
-    const history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>> = await workflow
-      .getHandle(workflowId, runId)
-      .fetchHistory();
-    const raw = history.events ?? [];
-    chain.unshift({
-      runId,
-      types: raw.map((e) =>
-        (e.attributes ?? 'unknown').replace(/EventAttributes$/, '').replace(/^./, (c: string) => c.toUpperCase()),
-      ),
-    });
-    runId = raw[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
-  }
-  return chain;
-}
-
-/** Counts what `executeUpdateWithStart` throws (to Threadline's retry loop, which retries some of it). */
-function countClientErrors(workflow: WorkflowClient): { counts: Record<string, number>; restore(): void } {
-  const counts: Record<string, number> = {};
-  const original = workflow.executeUpdateWithStart;
-  const wrapped = async function (this: WorkflowClient, ...args: Parameters<WorkflowClient['executeUpdateWithStart']>) {
-    try {
-      return await original.apply(this, args);
-    } catch (err) {
-      const cause = (err as { cause?: unknown }).cause;
-      const rpc = isGrpcServiceError(cause) ? cause : isGrpcServiceError(err) ? err : undefined;
-      const key = rpc
-        ? `${grpc.status[rpc.code] ?? rpc.code}: ${rpc.message.replace(/^\d+ [A-Z_]+: /, '')}`.slice(0, 140)
-        : `${(err as Error).name}: ${((cause as Error | undefined)?.message ?? (err as Error).message).slice(0, 140)}`;
-      counts[key] = (counts[key] ?? 0) + 1;
-      throw err;
-    }
-  };
-  workflow.executeUpdateWithStart = wrapped as WorkflowClient['executeUpdateWithStart'];
-  return {
-    counts,
-    restore: () =>
-      void delete (workflow as Partial<Pick<WorkflowClient, 'executeUpdateWithStart'>>).executeUpdateWithStart,
-  };
-}
-
-/** `fn` over `items`, at most `limit` at a time. */
-async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const run = async () => {
-    for (let i = next++; i < items.length; i = next++) out[i] = await fn(items[i], i);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
-  return out;
 }
 
 const round = (x: number) => Math.round(x * 100) / 100;

@@ -17,10 +17,8 @@ import {
   Client,
   Connection,
   defaultGrpcRetryOptions,
-  isGrpcServiceError,
   makeGrpcRetryInterceptor,
   type WorkflowClient,
-  type WorkflowHandle,
 } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import proto from '@temporalio/proto';
@@ -30,6 +28,7 @@ import { threadKey } from '../workflows/ids';
 import { defaultThreadConfig } from '../workflows/thread-state';
 import { connect, type AgentClient } from '../client/connect';
 import { wallClock, workerLog, type BenchEnv } from './env';
+import { countClientErrors, eventTypeName, historyChain, mapLimit } from './temporal-helpers';
 import { summarize, type Summary } from './stats';
 
 export interface IngestSizes {
@@ -381,31 +380,6 @@ function describeStatus(status: grpc.StatusObject): string {
   return `${grpc.status[code] ?? code}: ${message}`.slice(0, 140);
 }
 
-/** Counts what `executeUpdateWithStart` throws (to Threadline's retry loop, which retries some of it again). */
-function countClientErrors(workflow: WorkflowClient): { counts: Record<string, number>; restore(): void } {
-  const counts: Record<string, number> = {};
-  const original = workflow.executeUpdateWithStart;
-  const wrapped = async function (this: WorkflowClient, ...args: Parameters<WorkflowClient['executeUpdateWithStart']>) {
-    try {
-      return await original.apply(this, args);
-    } catch (err) {
-      const cause = (err as { cause?: unknown }).cause;
-      const rpc = isGrpcServiceError(cause) ? cause : isGrpcServiceError(err) ? err : undefined;
-      const key = rpc
-        ? `${grpc.status[rpc.code] ?? rpc.code}: ${rpc.message.replace(/^\d+ [A-Z_]+: /, '')}`.slice(0, 140)
-        : `${(err as Error).name}: ${(err as Error).message}`.slice(0, 140);
-      counts[key] = (counts[key] ?? 0) + 1;
-      throw err;
-    }
-  };
-  workflow.executeUpdateWithStart = wrapped as WorkflowClient['executeUpdateWithStart'];
-  return {
-    counts,
-    restore: () =>
-      void delete (workflow as Partial<Pick<WorkflowClient, 'executeUpdateWithStart'>>).executeUpdateWithStart,
-  };
-}
-
 /** The ids of the `persisted` echoes a subscriber sees on `target`, in order, until `stop()`. */
 function collectEchoes(env: BenchEnv, target: ThreadTarget): { ids: string[]; stop(): void } {
   const sub = env.agent.subscribeToThread(target);
@@ -545,32 +519,22 @@ interface RawHistoryEvent {
 
 /** Every execution of a thread's chain, oldest first (following `continuedExecutionRunId` back from the latest). */
 async function executionChain(env: BenchEnv, target: ThreadTarget): Promise<Execution[]> {
-  const workflowId = threadKey(target.resourceId, target.threadId);
-  const chain: Execution[] = [];
-  let runId: string | undefined = (await env.client.temporal.workflow.getHandle(workflowId).describe()).runId;
-  while (runId) {
-    const history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>> = await env.client.temporal.workflow
-      .getHandle(workflowId, runId)
-      .fetchHistory();
-    const raw = history.events ?? [];
-    chain.unshift({
-      runId,
-      continuedWithBytes: payloadBytes(
-        raw.find((e) => e.workflowExecutionContinuedAsNewEventAttributes)
-          ?.workflowExecutionContinuedAsNewEventAttributes?.input?.payloads,
-      ),
-      acceptedIds: raw.flatMap((e) => {
-        const payload = e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.args?.payloads?.[0];
-        return payload ? [defaultPayloadConverter.fromPayload<{ id: string }>(payload).id] : [];
-      }),
-      events: raw.map((e) => ({
-        type: (e.attributes ?? 'unknown').replace(/EventAttributes$/, '').replace(/^./, (c: string) => c.toUpperCase()),
-        at: Number(e.eventTime?.seconds ?? 0) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6,
-      })),
-    });
-    runId = raw[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
-  }
-  return chain;
+  const chain = await historyChain(env.client.temporal.workflow, threadKey(target.resourceId, target.threadId));
+  return chain.map(({ runId, events: raw }) => ({
+    runId,
+    continuedWithBytes: payloadBytes(
+      raw.find((e) => e.workflowExecutionContinuedAsNewEventAttributes)?.workflowExecutionContinuedAsNewEventAttributes
+        ?.input?.payloads,
+    ),
+    acceptedIds: raw.flatMap((e) => {
+      const payload = e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.args?.payloads?.[0];
+      return payload ? [defaultPayloadConverter.fromPayload<{ id: string }>(payload).id] : [];
+    }),
+    events: raw.map((e) => ({
+      type: eventTypeName(e),
+      at: Number(e.eventTime?.seconds ?? 0) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6,
+    })),
+  }));
 }
 
 function payloadBytes(payloads: { data?: Uint8Array | null }[] | null | undefined): number {
@@ -685,17 +649,6 @@ function cpuSnapshot(): { process: number; server: number } {
     // No /proc: the server's share stays unknown.
   }
   return { process: (user + system) / 1e6, server };
-}
-
-/** `fn` over `items`, at most `limit` at a time. */
-async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const run = async () => {
-    for (let i = next++; i < items.length; i = next++) out[i] = await fn(items[i], i);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
-  return out;
 }
 
 const round = (x: number) => Math.round(x * 100) / 100;

@@ -12,12 +12,12 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { ThreadInput, ThreadTarget } from '../client/schemas';
 import { threadKey } from '../workflows/ids';
 import { defaultThreadConfig } from '../workflows/thread-state';
 import { withTimeout, type BenchEnv } from './env';
+import { eventTypeName, historyChain } from './temporal-helpers';
 import { summarize, type Summary } from './stats';
 
 export interface StateIngestSizes {
@@ -275,26 +275,15 @@ interface ChainEvent {
 
 /** Every execution of the thread's chain, oldest first (following `continuedExecutionRunId` back from the latest). */
 async function executionChain(env: BenchEnv, workflowId: string): Promise<{ runId: string; events: ChainEvent[] }[]> {
-  const chain: { runId: string; events: ChainEvent[] }[] = [];
-  let runId: string | undefined = (await env.client.temporal.workflow.getHandle(workflowId).describe()).runId;
-  while (runId) {
-    const history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>> = await env.client.temporal.workflow
-      .getHandle(workflowId, runId)
-      .fetchHistory();
-    const raw = history.events ?? [];
-    chain.unshift({
-      runId,
-      events: raw.map((e) => {
-        const type = (e.attributes ?? 'unknown')
-          .replace(/EventAttributes$/, '')
-          .replace(/^./, (c: string) => c.toUpperCase());
-        const payload = e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.args?.payloads?.[0];
-        return payload ? { type, input: defaultPayloadConverter.fromPayload<ThreadInput>(payload) } : { type };
-      }),
-    });
-    runId = raw[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
-  }
-  return chain;
+  const chain = await historyChain(env.client.temporal.workflow, workflowId);
+  return chain.map(({ runId, events }) => ({
+    runId,
+    events: events.map((e) => {
+      const type = eventTypeName(e);
+      const payload = e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.args?.payloads?.[0];
+      return payload ? { type, input: defaultPayloadConverter.fromPayload<ThreadInput>(payload) } : { type };
+    }),
+  }));
 }
 
 /** Resolves once no workflow task is scheduled or running: what the thread decided so far is in its history. */
