@@ -1,6 +1,6 @@
 # Threadline worker and gateway image. One image, two entry points:
 #   worker (default):  node --import tsx worker/main.ts
-#   gateway:           node --import tsx client/gateway/main.ts
+#   gateway:           node --import tsx gateway/main.ts
 # Point it at a Temporal cluster with TEMPORAL_ADDRESS (see docker-compose.yml); it never starts a dev server then.
 FROM node:20-bookworm-slim
 

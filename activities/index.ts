@@ -2,13 +2,14 @@
  * Every side effect of a thread. `createActivities(deps)` closes over the bus, the agents and the model settings,
  * so tests inject a model server URL, an in-process or Redis bus.
  */
-import type { EventBus, EventDraft } from '../client/bus/types';
-import { agentProfile, type AgentRegistry, type DecideContext } from './agent';
+import type { EventBus } from '../bus/types';
+import type { EventDraft } from '../protocol/events';
+import { agentProfile, type AgentRegistry, type DecideContext } from '../agents/agent';
 import { decideNotifications } from './notifications';
-import type { NotificationInput } from '../client/schemas';
-import type { ConfiguredDecision } from '../workflows/delivery-policy';
-import type { AgentProfile } from '../workflows/agent-profile';
-import type { ModelResolver } from './model';
+import type { NotificationInput } from '../protocol/schemas';
+import type { ConfiguredDecision } from '../protocol/agent-profile';
+import type { AgentProfile } from '../protocol/agent-profile';
+import type { ModelResolver } from '../agents/models';
 import { runStep, type StepInput } from './step';
 import { runTool, type ToolInput } from './tool';
 
@@ -51,7 +52,7 @@ export {
   type ComputedStateSignal,
   type Processor,
   type ToolContext,
-} from './agent';
-export { ModelResolver, demoModel, modelSettingsFromEnv, defaultModelName, type ModelSettings } from './model';
+} from '../agents/agent';
+export { ModelResolver, demoModel, modelSettingsFromEnv, defaultModelName, type ModelSettings } from '../agents/models';
 export type { StepInput } from './step';
 export type { ToolInput } from './tool';

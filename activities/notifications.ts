@@ -3,9 +3,9 @@
  * Runs as a local activity; what it answers is recorded, so the workflow replays without calling it again.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { deliveryActions, type NotificationInput } from '../client/schemas';
-import type { ConfiguredDecision } from '../workflows/delivery-policy';
-import type { AgentRegistry, DecideContext, DecideResult } from './agent';
+import { deliveryActions, type NotificationInput } from '../protocol/schemas';
+import type { ConfiguredDecision } from '../protocol/agent-profile';
+import type { AgentRegistry, DecideContext, DecideResult } from '../agents/agent';
 
 export async function decideNotifications(
   agents: AgentRegistry,

@@ -2,8 +2,8 @@
  * The prompt of one step: the agent's instructions and the thread's context window as AI SDK model messages.
  */
 import type { ModelMessage } from 'ai';
-import { renderInput } from '../workflows/render';
-import type { InputMessage, StoredMessage } from '../workflows/messages';
+import { renderInput } from '../protocol/render';
+import type { InputMessage, StoredMessage } from '../protocol/messages';
 
 function inputToModelMessage(message: InputMessage): ModelMessage {
   const content = renderInput(message).map((part) =>

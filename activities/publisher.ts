@@ -3,7 +3,8 @@
  * everything that arrives meanwhile goes out as the next batch. The first token is sent at once; a fast stream
  * is batched by the bus's own round-trip time.
  */
-import type { EventBus, EventDraft, ThreadEventType } from '../client/bus/types';
+import type { EventBus } from '../bus/types';
+import type { EventDraft, ThreadEventType } from '../protocol/events';
 
 export class OrderedPublisher {
   private buffer: EventDraft[] = [];

@@ -4,9 +4,9 @@
  */
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
-import type { EventBus } from '../client/bus/types';
-import type { ToolCall, ToolResultPart } from '../workflows/messages';
-import type { AgentRegistry } from './agent';
+import type { EventBus } from '../bus/types';
+import type { ToolCall, ToolResultPart } from '../protocol/messages';
+import type { AgentRegistry } from '../agents/agent';
 import { unknownAgent } from './step';
 
 export interface ToolInput {

@@ -7,9 +7,9 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import { bundleWorkflowCode, DefaultLogger, Runtime, type BundleOptions, type LogEntry } from '@temporalio/worker';
-import { defineAgent } from '../activities/agent';
-import { MemoryBus } from '../client/bus/memory';
-import type { ThreadEvent } from '../client/bus/types';
+import { defineAgent } from '../agents/agent';
+import { MemoryBus } from '../bus/memory';
+import type { ThreadEvent } from '../protocol/events';
 import { connect, type AgentClient, type ThreadlineClient } from '../client/connect';
 import {
   startModelServer,

@@ -10,6 +10,7 @@
  * 3. Resume: an SSE subscriber drops its connection mid-run and reconnects with `Last-Event-ID`; measured from the
  *    reconnect to the first resumed event (events were published meanwhile, so the first one is already there).
  */
+import { summarizeAgents } from '../agents/summary';
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -17,11 +18,11 @@ import { performance } from 'node:perf_hooks';
 import type { Connection } from '@temporalio/client';
 import { Redis } from 'ioredis';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { RedisBus } from '../client/bus/redis';
-import type { ThreadEvent } from '../client/bus/types';
+import { RedisBus } from '../bus/redis';
+import type { ThreadEvent } from '../protocol/events';
 import { connect, type ThreadlineClient } from '../client/connect';
-import { serveGateway, type ServedGateway } from '../client/gateway/serve';
-import type { ThreadTarget } from '../client/schemas';
+import { serveGateway, type ServedGateway } from '../gateway/serve';
+import type { ThreadTarget } from '../protocol/schemas';
 import { startChild, type ChildProcessHandle } from '../test/support/child-process';
 import type { ScriptedReply } from '../test/support/model-server';
 import { startRedis, type RedisServer } from '../test/support/redis';
@@ -141,8 +142,8 @@ async function startWorld(env: BenchEnv): Promise<World> {
   });
   const running = worker.run();
   const redisClient = await connect({ bus: gatewayBus, client: env.client.temporal, taskQueue });
-  const memoryGateway = await serveGateway({ client: env.client, agents: [benchAgent], port: 0 });
-  const redisGateway = await serveGateway({ client: redisClient, agents: [benchAgent], port: 0 });
+  const memoryGateway = await serveGateway({ client: env.client, agents: summarizeAgents([benchAgent]), port: 0 });
+  const redisGateway = await serveGateway({ client: redisClient, agents: summarizeAgents([benchAgent]), port: 0 });
   const info = new Redis(redis.url);
   const redisPid = Number(/process_id:(\d+)/.exec(await info.info('server'))?.[1]);
   info.disconnect();

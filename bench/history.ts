@@ -6,8 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { WorkflowHandle } from '@temporalio/client';
-import type { ThreadTarget } from '../client/schemas';
-import { threadKey } from '../workflows/ids';
+import type { ThreadTarget } from '../protocol/schemas';
+import { threadKey } from '../protocol/ids';
 import { watchTurn, withTimeout, type BenchEnv } from './env';
 
 type RawHistory = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;

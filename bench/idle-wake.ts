@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { createOpenAI } from '@ai-sdk/openai';
 import { streamText, type LanguageModel } from 'ai';
-import type { ThreadTarget } from '../client/schemas';
+import type { ThreadTarget } from '../protocol/schemas';
 import { benchAgent, wallClock, watchTurn, withTimeout, type BenchEnv, type TurnEvents } from './env';
 import { findEvent, settledHistory, splitAt, stepEvent, type HistoryEvent } from './history';
 import { summarize, summarizeEach, type Summary } from './stats';

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { ThreadEvent } from '../client/bus/types';
+import type { ThreadEvent } from '../protocol/events';
 import type { SendResult } from '../client/connect';
 import type { ScriptedReply } from '../test/support/model-server';
 import { quickReply, wallClock, watchTurn, withTimeout, type BenchEnv } from './env';

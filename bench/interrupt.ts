@@ -10,10 +10,10 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ThreadEvent } from '../client/bus/types';
+import type { ThreadEvent } from '../protocol/events';
 import type { SendResult } from '../client/connect';
 import type { ScriptedReply } from '../test/support/model-server';
-import { defaultThreadConfig } from '../workflows/thread-state';
+import { defaultThreadConfig } from '../protocol/thread-config';
 import { quickReply, wallClock, withTimeout, type BenchEnv } from './env';
 import { findEvent, settledHistory, splitAt, stepEvent } from './history';
 import { summarize, summarizeEach, type Summary } from './stats';

@@ -22,10 +22,10 @@ import {
 } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import proto from '@temporalio/proto';
-import type { ThreadEvent } from '../client/bus/types';
-import type { ThreadTarget } from '../client/schemas';
-import { threadKey } from '../workflows/ids';
-import { defaultThreadConfig } from '../workflows/thread-state';
+import type { ThreadEvent } from '../protocol/events';
+import type { ThreadTarget } from '../protocol/schemas';
+import { threadKey } from '../protocol/ids';
+import { defaultThreadConfig } from '../protocol/thread-config';
 import { connect, type AgentClient } from '../client/connect';
 import { wallClock, workerLog, type BenchEnv } from './env';
 import { countClientErrors, eventTypeName, historyChain, mapLimit } from './temporal-helpers';

@@ -3,6 +3,7 @@
  * from the bus.
  */
 import {
+  ApplicationFailure,
   Client,
   Connection,
   WithStartWorkflowOperation,
@@ -11,16 +12,11 @@ import {
   type UpdateDefinition,
   isGrpcServiceError,
 } from '@temporalio/client';
-import type { ArchivePage, EventBus } from './bus/types';
-import { ConflictError, NotFoundError, ThreadlineError, ValidationError } from './errors';
-import {
-  messageInput,
-  notificationBatch,
-  signalInput,
-  stateInput,
-  type IngressLimits,
-  type SendTarget,
-} from './inputs';
+import { createBus } from '../bus';
+import type { ArchivePage, EventBus } from '../bus/types';
+import { ConflictError, NotFoundError, ThreadlineError, ValidationError } from '../protocol/errors';
+import { messageInput, notificationBatch, signalInput, stateInput, type IngressLimits } from './inputs';
+import type { AgentSummary, SendTarget } from '../protocol/api';
 import {
   cancelQueuedRequestSchema,
   defaultLimits,
@@ -39,10 +35,12 @@ import {
   type StateSignalInput,
   type ThreadInput,
   type ThreadTarget,
-} from './schemas';
-import { settingsFromEnv, temporalConnectionOptions } from './settings';
-import { subscribe, type SubscribeOptions, type ThreadSubscription } from './subscription';
-import { threadKey } from '../workflows/ids';
+} from '../protocol/schemas';
+import { settingsFromEnv, temporalConnectionOptions } from '../config/settings';
+import { subscribe, type ThreadSubscription } from './subscription';
+import { type SubscribeOptions } from '../protocol/api';
+import { threadKey } from '../protocol/ids';
+import { isFailureType, type FailureDetails, type FailureType } from '../protocol/failures';
 import {
   abortThreadUpdate,
   approveToolUpdate,
@@ -53,19 +51,17 @@ import {
   submitInputUpdate,
   threadMessagesQuery,
   threadStateQuery,
-  type MessagesPage,
-} from '../workflows/definitions';
+} from '../protocol/definitions';
+import { type MessagesPage } from '../protocol/views';
+import { THREAD_WORKFLOW_TYPE, type ThreadConfigInput, type ThreadWorkflowArgs } from '../protocol/thread-config';
 import {
-  UNCHANGED_STATE_PREFIX,
   type AbortResult,
   type NotificationSendResult,
-  type ThreadConfigInput,
   type ThreadView,
   type ToolApproval,
   type ToolApprovalResult,
-} from '../workflows/thread-state';
-import type { threadWorkflow } from '../workflows/thread';
-import type { NotificationRecord, RecordPage } from '../workflows/inbox';
+} from '../protocol/views';
+import type { NotificationRecord, RecordPage } from '../protocol/views';
 
 /** At most `limit` concurrent holders per key; the rest wait in arrival order. */
 class KeyedLimiter {
@@ -103,7 +99,9 @@ class KeyedLimiter {
 const grpcStatus = { NOT_FOUND: 5, RESOURCE_EXHAUSTED: 8, ABORTED: 10, UNAVAILABLE: 14 } as const;
 
 export interface ConnectOptions {
-  bus: EventBus;
+  /** The event bus; without one the client makes its own: Redis Streams at `redisUrl`, else in-process. */
+  bus?: EventBus;
+  redisUrl?: string;
   /** An existing Temporal client; otherwise one is made from `address`/`namespace` (or TEMPORAL_* settings). */
   client?: Client;
   address?: string;
@@ -124,11 +122,13 @@ export class ThreadlineClient {
   readonly threadConfig: ThreadConfigInput | undefined;
   readonly limits: IngressLimits;
   private readonly ownConnection: Connection | null;
+  private readonly ownBus: EventBus | null;
   private readonly inFlight = new KeyedLimiter(8);
 
   constructor(temporal: Client, options: ConnectOptions, ownConnection: Connection | null) {
     this.temporal = temporal;
-    this.bus = options.bus;
+    this.ownBus = options.bus ? null : createBus({ redisUrl: options.redisUrl });
+    this.bus = options.bus ?? this.ownBus!;
     this.taskQueue = options.taskQueue ?? settingsFromEnv().temporalTaskQueue;
     this.threadConfig = options.threadConfig;
     this.limits = { ...defaultLimits, ...options.limits };
@@ -180,7 +180,7 @@ export class ThreadlineClient {
   }
 
   private startOperation(workflowId: string, target: ThreadTarget) {
-    return new WithStartWorkflowOperation<typeof threadWorkflow>('threadWorkflow', {
+    return new WithStartWorkflowOperation<(args: ThreadWorkflowArgs) => Promise<void>>(THREAD_WORKFLOW_TYPE, {
       workflowId,
       taskQueue: this.taskQueue,
       args: [{ resourceId: target.resourceId, threadId: target.threadId, config: this.threadConfig }],
@@ -204,8 +204,7 @@ export class ThreadlineClient {
         await new Promise((r) => setTimeout(r, Math.min(1_000, 10 * 2 ** attempt)));
         return true;
       }
-      if (/^Invalid input/.test(message)) throw new ValidationError(message, { cause: err });
-      throw new ConflictError(message, { cause: err });
+      throw errorFromRefusal(err) ?? new ConflictError(message, { cause: err });
     }
     if (isRetryableRpc(err) && attempt < 20) {
       await new Promise((r) => setTimeout(r, Math.min(1_000, 10 * 2 ** attempt)));
@@ -224,8 +223,7 @@ export class ThreadlineClient {
         .query(notificationsQuery, parsed.data);
     } catch (err) {
       if (isNotFound(err)) return null;
-      if (/Invalid cursor/.test((err as Error).message)) throw new ValidationError((err as Error).message);
-      throw err;
+      throw errorFromRefusal(err) ?? err;
     }
   }
 
@@ -261,10 +259,7 @@ export class ThreadlineClient {
       if (!result) throw new NotFoundError(`No thread ${target.resourceId}/${target.threadId}.`);
       return result;
     } catch (err) {
-      if ((err as Error).message.startsWith('Unknown notification')) {
-        throw new NotFoundError((err as Error).message, { cause: err });
-      }
-      throw err;
+      throw errorFromRefusal(err) ?? err;
     }
   }
 
@@ -295,10 +290,7 @@ export class ThreadlineClient {
       if (!result) throw new NotFoundError(`No thread ${resourceId}/${threadId}: nothing waits for an approval.`);
       return result;
     } catch (err) {
-      const message = (err as Error).message;
-      if (message.startsWith('Unknown tool call')) throw new NotFoundError(message, { cause: err });
-      if (message.startsWith('Tool call already decided')) throw new ConflictError(message, { cause: err });
-      throw err;
+      throw errorFromRefusal(err) ?? err;
     }
   }
 
@@ -313,7 +305,7 @@ export class ThreadlineClient {
       if (isNotFound(err) || (err as Error).name === 'WorkflowNotFoundError') return null;
       if (err instanceof WorkflowUpdateFailedError) {
         const message = (err.cause as Error | undefined)?.message ?? err.message;
-        throw new ValidationError(message, { cause: err });
+        throw errorFromRefusal(err) ?? new ValidationError(message, { cause: err });
       }
       throw err;
     }
@@ -351,7 +343,13 @@ export class ThreadlineClient {
     }));
   }
 
+  /** The agents workers announced on the bus (what `GET /api/agents` lists). */
+  listAgents(): Promise<AgentSummary[]> {
+    return this.bus.agents();
+  }
+
   async close(): Promise<void> {
+    await this.ownBus?.close();
     await this.ownConnection?.close();
   }
 }
@@ -472,13 +470,38 @@ export async function connect(options: ConnectOptions): Promise<ThreadlineClient
   return new ThreadlineClient(temporal, options, connection);
 }
 
+/** The thread's typed refusal inside an update failure, if it is one. */
+function refusalOf(err: unknown): { type: FailureType; message: string; details: unknown } | null {
+  const cause = err instanceof WorkflowUpdateFailedError ? err.cause : err;
+  if (!(cause instanceof ApplicationFailure) || !isFailureType(cause.type)) return null;
+  return { type: cause.type, message: cause.message, details: cause.details?.[0] };
+}
+
+/** The client error for a refusal, by its type: the one place failure types become error classes. */
+function errorFromRefusal(err: unknown): ThreadlineError | null {
+  const refusal = refusalOf(err);
+  if (!refusal) return null;
+  const options = { cause: err };
+  switch (refusal.type) {
+    case 'InvalidInput':
+    case 'InvalidCursor':
+      return new ValidationError(refusal.message, options);
+    case 'ToolCallNotFound':
+    case 'NotificationNotFound':
+      return new NotFoundError(refusal.message, options);
+    case 'InputRejected':
+    case 'ToolCallDecided':
+    case 'UnchangedState':
+      return new ConflictError(refusal.message, options);
+  }
+}
+
 /** The validator refused a state identical to its lane's latest: skipped, and never in history. */
 function unchangedState(err: unknown, signalId: string): InputResult | null {
-  if (!(err instanceof WorkflowUpdateFailedError)) return null;
-  const message = (err.cause as Error | undefined)?.message ?? err.message;
-  const match = message.startsWith(UNCHANGED_STATE_PREFIX) && /version (\d+)/.exec(message);
-  if (!match) return null;
-  return { accepted: true, action: 'skipped', reason: 'unchanged', signalId, version: Number(match[1]) };
+  const refusal = refusalOf(err);
+  if (refusal?.type !== 'UnchangedState') return null;
+  const { version } = refusal.details as FailureDetails['UnchangedState'];
+  return { accepted: true, action: 'skipped', reason: 'unchanged', signalId, version };
 }
 
 function isNotFound(err: unknown): boolean {

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
-import { PayloadTooLargeError, ValidationError } from './errors';
+import { PayloadTooLargeError, ValidationError } from '../protocol/errors';
 import {
   defaultLimits,
   describeZodError,
@@ -18,23 +18,14 @@ import {
   stateSignalSchema,
   threadInputSchema,
   threadTargetSchema,
-  type IfActive,
-  type IfIdle,
   type MessageInput,
   type NotificationBatch,
   type NotificationInput,
   type SignalInput,
   type StateSignalInput,
   type ThreadInput,
-} from './schemas';
-
-export interface SendTarget {
-  resourceId: string;
-  threadId: string;
-  runId?: string;
-  ifActive?: IfActive;
-  ifIdle?: IfIdle;
-}
+} from '../protocol/schemas';
+import type { SendTarget } from '../protocol/api';
 
 export interface IngressLimits {
   maxInputBytes: number;

@@ -2,14 +2,9 @@
  * A subscription to one thread's stream: resume by id, or from the start of the active run, with a snapshot
  * first when the requested id has left the bus's retention.
  */
-import type { EventBus, SubscribeFrom, ThreadEvent } from './bus/types';
-
-export interface SubscribeOptions {
-  /** Resume after this event id: every later event exactly once. */
-  lastEventId?: string;
-  /** Leave out `data-signal` echoes (non-user inputs). */
-  hideSignals?: boolean;
-}
+import type { EventBus, SubscribeFrom } from '../bus/types';
+import type { ThreadEvent } from '../protocol/events';
+import type { SubscribeOptions } from '../protocol/api';
 
 export interface ThreadSubscription {
   stream: AsyncIterable<ThreadEvent>;

@@ -4,10 +4,12 @@
 import { createRequire } from 'node:module';
 import { NativeConnection, Worker, type NativeConnectionOptions, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities';
-import { AgentRegistry, type AgentDefinition } from '../activities/agent';
-import { ModelResolver, modelSettingsFromEnv, type ModelSettings } from '../activities/model';
-import type { EventBus } from '../client/bus/types';
-import { settingsFromEnv, temporalConnectionOptions } from '../client/settings';
+import { AgentRegistry, type AgentDefinition } from '../agents/agent';
+import { ModelResolver, modelSettingsFromEnv, type ModelSettings } from '../agents/models';
+import type { EventBus } from '../bus/types';
+import { summarizeAgents } from '../agents/summary';
+import type { AgentSummary } from '../protocol/api';
+import { settingsFromEnv, temporalConnectionOptions } from '../config/settings';
 
 const require = createRequire(import.meta.url);
 
@@ -40,7 +42,8 @@ export interface ThreadlineWorker {
 
 export async function createWorker(options: CreateWorkerOptions): Promise<ThreadlineWorker> {
   const agents = new AgentRegistry(options.agents);
-  const models = new ModelResolver(options.models ?? modelSettingsFromEnv());
+  const modelSettings = options.models ?? modelSettingsFromEnv();
+  const models = new ModelResolver(modelSettings);
   const settings = settingsFromEnv();
   const address = options.address ?? settings.temporalAddress ?? `127.0.0.1:${settings.temporalPort}`;
   const ownConnection = options.connection
@@ -66,12 +69,14 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Thread
     maxHeartbeatThrottleInterval: '1 second',
     ...options.worker,
   });
+  const announcer = announceAgents(options.bus, summarizeAgents(options.agents, modelSettings));
   let running: Promise<void> | null = null;
   return {
     worker,
     agents,
     run() {
       running ??= worker.run().finally(async () => {
+        announcer.stop();
         await ownConnection?.close();
       });
       return running;
@@ -83,4 +88,18 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Thread
   };
 }
 
-export { defineAgent, type AgentDefinition, type AgentTool, type ToolContext } from '../activities/agent';
+/**
+ * Tells gateways which agents this worker hosts (they list and check agents from the bus, without agent code): at
+ * start and then every 30 s, so a restarted Redis learns them again. A failed announcement is retried on the next.
+ */
+function announceAgents(bus: EventBus, summaries: AgentSummary[]): { stop(): void } {
+  const announce = () =>
+    bus.announceAgents(summaries).catch((err: Error) => {
+      console.warn(`Announcing agents on the bus failed (retrying in 30 s): ${err.message}`);
+    });
+  void announce();
+  const timer = setInterval(() => void announce(), 30_000).unref();
+  return { stop: () => clearInterval(timer) };
+}
+
+export { defineAgent, type AgentDefinition, type AgentTool, type ToolContext } from '../agents/agent';

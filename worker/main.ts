@@ -2,11 +2,11 @@
  * A standalone worker process (production: several of them, against a Temporal cluster and Redis).
  *   TEMPORAL_ADDRESS=temporal:7233 REDIS_URL=redis://redis:6379 npx tsx worker/main.ts
  */
-import { createBus } from '../client/bus';
-import { settingsFromEnv, temporalConnectionOptions } from '../client/settings';
+import { createBus } from '../bus';
+import { settingsFromEnv, temporalConnectionOptions } from '../config/settings';
 import { NativeConnection } from '@temporalio/worker';
-import { defaultModelName, modelSettingsFromEnv } from '../activities/model';
-import { agents } from './agents';
+import { defaultModelName, modelSettingsFromEnv } from '../agents/models';
+import { agents } from '../agents/served';
 import { createWorker } from './index';
 
 const settings = settingsFromEnv();

@@ -6,13 +6,14 @@
 import { resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
-import { defaultModelName, modelSettingsFromEnv } from '../activities/model';
-import { createBus } from '../client/bus';
+import { defaultModelName, modelSettingsFromEnv } from '../agents/models';
+import { createBus } from '../bus';
 import { connect } from '../client/connect';
-import { describeAccess } from '../client/gateway/auth';
-import { serveGateway } from '../client/gateway/serve';
-import { gatewaySettingsFromEnv, settingsFromEnv, temporalConnectionOptions } from '../client/settings';
-import { agents } from './agents';
+import { describeAccess } from '../gateway/auth';
+import { serveGateway } from '../gateway/serve';
+import { gatewaySettingsFromEnv, settingsFromEnv, temporalConnectionOptions } from '../config/settings';
+import { agents } from '../agents/served';
+import { summarizeAgents } from '../agents/summary';
 import { startDevServer, type DevServer } from './dev-server';
 import { createWorker } from './index';
 import { locateTemporalCli } from './temporal-cli';
@@ -62,8 +63,7 @@ const client = await connect({
 });
 const gateway = await serveGateway({
   client,
-  agents,
-  models,
+  agents: summarizeAgents(agents, models),
   port: settings.port,
   hostname: settings.host,
   keepAliveMs: settings.keepAliveMs,

@@ -3,29 +3,8 @@
  * (read from the workflow itself) and the agent's policy: no clock, no I/O. `decide()` callbacks are user code and
  * run in an activity; their answer comes in here as `decided`.
  */
-import type { DeliveryAction, NotificationPriority } from '../client/schemas';
-
-export interface DeliveryDecision {
-  action: DeliveryAction;
-  /** Absolute time (ms since the epoch) of a deferred full delivery. */
-  deliverAt?: number;
-  /** Absolute time of the summary; default: the thread's next digest. */
-  summaryAt?: number;
-  reason?: string;
-  /** `high` while active: summarized now, delivered in full once the thread is idle. */
-  fullWhenIdle?: boolean;
-}
-
-/** A decision as configured: an action, or an object with relative or absolute times. */
-export type ConfiguredDecision =
-  DeliveryAction | { action: DeliveryAction; deliverAt?: number; summaryAt?: number; reason?: string };
-
-/** The plain-data part of an agent's `notifications.deliveryPolicy` (the workflow sees this). */
-export interface DeliveryPolicyConfig {
-  default?: ConfiguredDecision;
-  priorities?: Partial<Record<NotificationPriority, ConfiguredDecision>>;
-  sources?: Record<string, ConfiguredDecision>;
-}
+import type { NotificationPriority } from '../protocol/schemas';
+import type { ConfiguredDecision, DeliveryDecision, DeliveryPolicyConfig } from '../protocol/agent-profile';
 
 export interface PolicyInput {
   source: string;

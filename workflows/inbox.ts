@@ -2,43 +2,10 @@
  * The notification inbox (SPEC §4.1, §4.4) as plain data and pure functions: records, coalescing, filters and
  * paging, the summary line. Routing the signals they become is the thread's job (`thread-state.ts`).
  */
-import type { Attributes, NotificationPriority, NotificationStatus, ParsedNotification } from '../client/schemas';
+import type { Attributes, NotificationPriority, NotificationStatus, ParsedNotification } from '../protocol/schemas';
 import { priorityRank } from './delivery-policy';
-
-export interface NotificationRecord {
-  id: string;
-  threadId: string;
-  resourceId: string;
-  agentId: string;
-  source: string;
-  kind: string;
-  priority: NotificationPriority;
-  status: NotificationStatus;
-  summary: string;
-  payload?: unknown;
-  sourceId?: string;
-  dedupeKey?: string;
-  coalesceKey?: string;
-  coalescedCount: number;
-  attributes?: Attributes;
-  metadata?: Record<string, unknown>;
-  createdAt: number;
-  updatedAt: number;
-  deliverAt?: number;
-  summaryAt?: number;
-  deliveryReason?: string;
-  deliveryAttempts: number;
-  lastDeliveryError?: string;
-  deliveredSignalId?: string;
-  summarySignalId?: string;
-  deliveredAt?: number;
-  seenAt?: number;
-  dismissedAt?: number;
-  archivedAt?: number;
-  discardedAt?: number;
-  /** `high` summarized while active: deliver in full once the thread is idle. */
-  fullWhenIdle?: boolean;
-}
+import type { NotificationRecord, RecordPage } from '../protocol/views';
+import { parseInboxCursor } from '../protocol/failures';
 
 /** Statuses a record can leave the inbox from when the inbox is over its bound (oldest first). */
 const closedStatuses: ReadonlySet<NotificationStatus> = new Set([
@@ -177,12 +144,6 @@ export function matches(record: NotificationRecord, filter: RecordFilter): boole
   return true;
 }
 
-export interface RecordPage {
-  notifications: NotificationRecord[];
-  hasMore: boolean;
-  nextCursor: string | null;
-}
-
 /** Newest first; the cursor is the position after the last record returned (stable while records are added). */
 export function pageOf(
   records: readonly NotificationRecord[],
@@ -193,7 +154,7 @@ export function pageOf(
   const sorted = records.filter((r) => matches(r, filter)).sort((a, b) => b.createdAt - a.createdAt || cmp(b.id, a.id));
   let start = 0;
   if (cursor) {
-    const [at, id] = splitCursor(cursor);
+    const [at, id] = parseInboxCursor(cursor);
     start = sorted.findIndex((r) => r.createdAt < at || (r.createdAt === at && cmp(r.id, id) < 0));
     if (start < 0) start = sorted.length;
   }
@@ -201,13 +162,6 @@ export function pageOf(
   const hasMore = start + limit < sorted.length;
   const last = page.at(-1);
   return { notifications: page, hasMore, nextCursor: hasMore && last ? `${last.createdAt}:${last.id}` : null };
-}
-
-function splitCursor(cursor: string): [number, string] {
-  const colon = cursor.indexOf(':');
-  const at = Number(cursor.slice(0, colon));
-  if (colon < 0 || !Number.isFinite(at)) throw new Error(`Invalid cursor "${cursor}": pass a nextCursor as given.`);
-  return [at, cursor.slice(colon + 1)];
 }
 
 /** A record as lists show it: without payload and metadata (SPEC §4.4). */

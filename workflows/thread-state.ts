@@ -4,7 +4,6 @@
  * time are injected, so this is unit-testable and replays deterministically.
  */
 import {
-  defaultLimits,
   type InboxToolInput,
   type InputAction,
   type InputResult,
@@ -13,13 +12,9 @@ import {
   type NotificationStatusRequest,
   type StreamOptions,
   type ThreadInput,
-} from '../client/schemas';
-import {
-  decideDelivery,
-  type ConfiguredDecision,
-  type DeliveryDecision,
-  type DeliveryPolicyConfig,
-} from './delivery-policy';
+} from '../protocol/schemas';
+import { decideDelivery } from './delivery-policy';
+import { type ConfiguredDecision, type DeliveryDecision, type DeliveryPolicyConfig } from '../protocol/agent-profile';
 import {
   byPriority,
   coalesce,
@@ -32,10 +27,9 @@ import {
   summaryOf,
   unschedule,
   withoutBody,
-  type NotificationRecord,
-  type RecordPage,
 } from './inbox';
-import type { EventDraft, ThreadEventType } from '../client/bus/types';
+import { type NotificationRecord, type RecordPage } from '../protocol/views';
+import type { EventDraft, ThreadEventType } from '../protocol/events';
 import type {
   AssistantMessage,
   ContextWindowConfig,
@@ -45,8 +39,8 @@ import type {
   StoredMessage,
   ToolMessage,
   ToolResultPart,
-} from './messages';
-import { mergeAttributes } from './render';
+} from '../protocol/messages';
+import { mergeAttributes } from '../protocol/render';
 import {
   isUnchanged,
   laneMessagesIn,
@@ -57,82 +51,20 @@ import {
   stateOf,
   windowHasSnapshot,
   type Lane,
-  type LaneTracking,
-} from './lanes';
-
-export interface ThreadConfig {
-  /** Continue-as-new once history reaches this many events (Temporal also suggests it at 4,096 / 4 MB). */
-  continueAsNewAfterEvents: number;
-  /** Updates and signals per execution before continuing as new (Temporal caps updates at 2,000 per run). */
-  maxUpdatesPerExecution: number;
-  maxSignalsPerExecution: number;
-  /** Input ids remembered for idempotency (oldest forgotten first). */
-  rememberInputs: number;
-  maxQueueLength: number;
-  maxPendingInputs: number;
-  /** Stored conversation messages kept in the thread (oldest dropped first). */
-  maxStoredMessages: number;
-  /** Model steps per run before it stops asking the model (tool loops); pending user inputs still get answered. */
-  maxStepsPerRun: number;
-  /** How long a tool call waits for approval before it is declined (undefined: forever). A tool may set its own. */
-  approvalTimeoutMs?: number;
-  /** Notification sends remembered for idempotency (oldest forgotten first). */
-  rememberNotificationBatches: number;
-  /** Notification records kept per thread; beyond it the oldest closed ones leave (pending ones never do). */
-  maxInboxRecords: number;
-  /** Failed deliveries of one notification before it becomes `failed` (SPEC §4.3). */
-  maxDeliveryAttempts: number;
-  /** First retry delay after a failed delivery; doubles per attempt (at most a minute). */
-  notificationRetryMs: number;
-  /** When summaries go out, unless the agent sets `notifications.digestWindow`. */
-  digestWindowMs: number;
-  /** State lanes per thread; a state for a new lane beyond this is refused. */
-  maxLanes: number;
-  /** Deltas kept per lane since its latest snapshot (the oldest dropped first: send a snapshot now and then). */
-  maxLaneDeltas: number;
-  /** The window the model sees, unless the agent sets its own (`defineAgent({ contextWindow })`). */
-  contextWindow: ContextWindowConfig;
-  step: { heartbeatTimeoutMs: number; startToCloseTimeoutMs: number; maxAttempts: number; initialRetryMs: number };
-  tool: { startToCloseTimeoutMs: number; maxAttempts: number };
-}
-
-export const defaultThreadConfig: ThreadConfig = {
-  continueAsNewAfterEvents: 4_000,
-  maxUpdatesPerExecution: 1_000,
-  maxSignalsPerExecution: 5_000,
-  rememberInputs: 2_000,
-  maxQueueLength: defaultLimits.maxQueueLength,
-  maxPendingInputs: defaultLimits.maxPendingInputs,
-  maxStoredMessages: 2_000,
-  maxStepsPerRun: 25,
-  maxLanes: 64,
-  maxInboxRecords: 1_000,
-  rememberNotificationBatches: 200,
-  maxDeliveryAttempts: 5,
-  notificationRetryMs: 1_000,
-  digestWindowMs: 60_000,
-  maxLaneDeltas: 50,
-  contextWindow: { maxMessages: 100, maxBytes: 512 * 1024 },
-  step: { heartbeatTimeoutMs: 10_000, startToCloseTimeoutMs: 10 * 60_000, maxAttempts: 5, initialRetryMs: 1_000 },
-  tool: { startToCloseTimeoutMs: 5 * 60_000, maxAttempts: 3 },
-};
-
-export type ThreadConfigInput = Partial<Omit<ThreadConfig, 'contextWindow' | 'step' | 'tool'>> & {
-  contextWindow?: Partial<ContextWindowConfig>;
-  step?: Partial<ThreadConfig['step']>;
-  tool?: Partial<ThreadConfig['tool']>;
-};
-
-export function resolveThreadConfig(input: ThreadConfigInput | undefined): ThreadConfig {
-  const d = defaultThreadConfig;
-  return {
-    ...d,
-    ...input,
-    contextWindow: { ...d.contextWindow, ...input?.contextWindow },
-    step: { ...d.step, ...input?.step },
-    tool: { ...d.tool, ...input?.tool },
-  };
-}
+} from '../protocol/lanes';
+import type {
+  AbortResult,
+  ApprovalStatus,
+  NotificationOutcome,
+  NotificationSendResult,
+  ThreadView,
+  ToolApproval,
+  ToolApprovalResult,
+} from '../protocol/views';
+import type { StepLane, StepPlan } from '../protocol/step';
+import type { ThreadConfig } from '../protocol/thread-config';
+import { ThreadRefusal } from '../protocol/failures';
+import { echoPayload, echoType } from '../protocol/events';
 
 /** An accepted input waiting to enter the model's context, attributes already merged for the branch taken. */
 export interface PendingInput {
@@ -155,8 +87,6 @@ export interface RunState {
   toolWait?: ToolWait;
 }
 
-export type ApprovalStatus = 'waiting' | 'approved' | 'declined';
-
 export interface ParkedToolCall {
   call: ToolCall;
   /** Absent for calls that need no approval: they run with the others once every approval is decided. */
@@ -175,33 +105,7 @@ export interface ToolWait {
   calls: ParkedToolCall[];
 }
 
-/** `sendToolApproval` (SPEC §2.4). */
-export interface ToolApproval {
-  toolCallId: string;
-  approved: boolean;
-  resumeData?: unknown;
-  declineReason?: string;
-}
-
-export interface ToolApprovalResult {
-  accepted: true;
-  toolCallId: string;
-  runId: string;
-  status: 'approved' | 'declined';
-}
-
 export const DEFAULT_DECLINE_REASON = 'Tool call was not approved by the user';
-
-/** Thrown by the approval validator; the message prefix tells the client which HTTP status it is. */
-export class ApprovalRejectedError extends Error {
-  override name = 'ApprovalRejectedError';
-  constructor(
-    readonly kind: 'not-found' | 'conflict',
-    message: string,
-  ) {
-    super(`${kind === 'not-found' ? 'Unknown tool call' : 'Tool call already decided'}: ${message}`);
-  }
-}
 
 export interface QueuedRun {
   runId: string;
@@ -240,27 +144,11 @@ export interface ThreadSnapshot {
   inbox?: NotificationRecord[];
 }
 
-/** What the thread did with one notification of a send. */
-export interface NotificationOutcome {
-  id: string;
-  status: NotificationRecord['status'];
-  action: DeliveryDecision['action'];
-  coalesced: boolean;
-  coalescedCount: number;
-  deliveryReason?: string;
-}
-
 /** A notification send as remembered for idempotency: small, so a long inbox history fits continue-as-new. */
 export interface RememberedBatch {
   ids: string[];
   actions: DeliveryDecision['action'][];
   coalesced: (0 | 1)[];
-}
-
-export interface NotificationSendResult {
-  accepted: true;
-  notifications: NotificationOutcome[];
-  duplicate?: true;
 }
 
 /** The agent's notification settings the thread applies (plain data from its profile). */
@@ -271,41 +159,9 @@ export interface NotificationSettings {
   decided?: (ConfiguredDecision | null)[];
 }
 
-export class NotificationNotFoundError extends Error {
-  override name = 'NotificationNotFoundError';
-  constructor(id: string) {
-    super(`Unknown notification: ${id} is not in this thread's inbox.`);
-  }
-}
-
 export interface ThreadClock {
   now(): number;
   newId(): string;
-}
-
-/** What the step activity needs for one model call. */
-export interface StepPlan {
-  runId: string;
-  agentId: string;
-  stepNumber: number;
-  stepKey: string;
-  messages: StoredMessage[];
-  /** Transient inputs: in this step's context, never stored. */
-  transient: InputMessage[];
-  preEvents: OutboxEvent[];
-  streamOptions?: StreamOptions;
-  /** Lanes the agent's processors own (`computeStateSignal`), with what they need when the window lost them. */
-  lanes?: StepLane[];
-}
-
-/** A processor-owned lane as the step sees it (SPEC §3.2). */
-export interface StepLane {
-  laneId: string;
-  tracking: LaneTracking;
-  hasSnapshot: boolean;
-  /** Only when the window no longer holds them: resolved from the lane itself. */
-  lastSnapshot?: InputMessage;
-  deltasSinceSnapshot?: InputMessage[];
 }
 
 /** What the main loop knows about the run's agent when it plans a step. */
@@ -314,25 +170,6 @@ export interface StepOptions {
   /** Lane ids the agent's processors own: they refresh those themselves. */
   ownedLanes?: readonly string[];
 }
-
-export class InputRejectedError extends Error {
-  override name = 'InputRejectedError';
-}
-
-/**
- * A state signal identical to its lane's latest state. The update validator refuses it with this message, so a
- * skipped state never reaches history; the client turns it into `{ action: 'skipped', reason: 'unchanged' }`.
- */
-export class UnchangedStateError extends Error {
-  override name = 'UnchangedStateError';
-  constructor(
-    readonly laneId: string,
-    readonly version: number,
-  ) {
-    super(`${UNCHANGED_STATE_PREFIX} lane "${laneId}" is at version ${version} with this cacheKey and mode.`);
-  }
-}
-export const UNCHANGED_STATE_PREFIX = 'Unchanged state:';
 
 export function emptySnapshot(resourceId: string, threadId: string): ThreadSnapshot {
   return {
@@ -445,16 +282,21 @@ export class ThreadState {
     return true;
   }
 
-  /** The update validator: throws `ApprovalRejectedError` (404 / 409) without changing anything. */
+  /** The update validator: throws `ToolCallNotFound` / `ToolCallDecided` without changing anything. */
   validateApproval(approval: ToolApproval): void {
     const parked = this.s.run?.toolWait?.calls.find((c) => c.call.toolCallId === approval.toolCallId);
     if (parked?.approval?.status === 'waiting') return;
     if (parked?.approval || this.s.decidedToolCalls?.includes(approval.toolCallId)) {
-      throw new ApprovalRejectedError('conflict', `${approval.toolCallId} was already approved or declined.`);
+      throw new ThreadRefusal(
+        'ToolCallDecided',
+        `Tool call already decided: ${approval.toolCallId} was already approved or declined.`,
+        { toolCallId: approval.toolCallId },
+      );
     }
-    throw new ApprovalRejectedError(
-      'not-found',
-      `${approval.toolCallId}: no run of this thread waits for its approval.`,
+    throw new ThreadRefusal(
+      'ToolCallNotFound',
+      `Unknown tool call: ${approval.toolCallId}: no run of this thread waits for its approval.`,
+      { toolCallId: approval.toolCallId },
     );
   }
 
@@ -511,28 +353,39 @@ export class ThreadState {
 
   /**
    * Checks an input against the thread's limits without changing anything (the update validator, and the
-   * signal handler before `accept`). Throws `InputRejectedError` with a message that names the limit.
+   * signal handler before `accept`). Throws an `InputRejected` refusal that names the limit.
    */
   validate(input: ThreadInput): void {
     if (this.remembered.has(input.id)) return;
     const { run } = this.s;
     const lanes = this.s.lanes ?? {};
     if (input.state && isUnchanged(lanes[input.state.laneId], input.state)) {
-      throw new UnchangedStateError(input.state.laneId, lanes[input.state.laneId]!.tracking.version);
+      const version = lanes[input.state.laneId]!.tracking.version;
+      throw new ThreadRefusal(
+        'UnchangedState',
+        `Unchanged state: lane "${input.state.laneId}" is at version ${version} with this cacheKey and mode.`,
+        { laneId: input.state.laneId, version },
+      );
     }
     if (input.state && !lanes[input.state.laneId] && Object.keys(lanes).length >= this.config.maxLanes) {
-      throw new InputRejectedError(
+      throw new ThreadRefusal(
+        'InputRejected',
         `The thread has ${this.config.maxLanes} state lanes; a state for lane "${input.state.laneId}" would add one. Reuse a lane id or raise maxLanes.`,
+        { limit: 'maxLanes', value: this.config.maxLanes },
       );
     }
     if (input.delivery === 'queue' && run && this.s.queue.length >= this.config.maxQueueLength) {
-      throw new InputRejectedError(
+      throw new ThreadRefusal(
+        'InputRejected',
         `The thread's queue is full (${this.config.maxQueueLength} queued runs). Wait for a run to finish or raise maxQueueLength.`,
+        { limit: 'maxQueueLength', value: this.config.maxQueueLength },
       );
     }
     if (input.delivery === 'send' && run && run.pending.length >= this.config.maxPendingInputs) {
-      throw new InputRejectedError(
+      throw new ThreadRefusal(
+        'InputRejected',
         `The active run has ${this.config.maxPendingInputs} inputs waiting for the next step. Wait or raise maxPendingInputs.`,
+        { limit: 'maxPendingInputs', value: this.config.maxPendingInputs },
       );
     }
   }
@@ -936,8 +789,10 @@ export class ThreadState {
     const inbox = this.s.inbox ?? [];
     const open = inbox.filter((r) => !isClosed(r)).length;
     if (open + batch.notifications.length > this.config.maxInboxRecords) {
-      throw new InputRejectedError(
+      throw new ThreadRefusal(
+        'InputRejected',
         `The thread's inbox holds ${open} open notifications (limit ${this.config.maxInboxRecords}). Mark some seen, dismiss or archive them, or raise maxInboxRecords.`,
+        { limit: 'maxInboxRecords', value: this.config.maxInboxRecords },
       );
     }
   }
@@ -1189,7 +1044,7 @@ export class ThreadState {
   validateStatusChange(request: NotificationStatusRequest): void {
     const ids = new Set((this.s.inbox ?? []).map((r) => r.id));
     const unknown = request.ids.find((id) => !ids.has(id));
-    if (unknown !== undefined) throw new NotificationNotFoundError(unknown);
+    if (unknown !== undefined) throw notificationNotFound(unknown);
   }
 
   changeNotificationStatus(request: NotificationStatusRequest): NotificationRecord[] {
@@ -1230,7 +1085,7 @@ export class ThreadState {
     const inbox = this.s.inbox ?? [];
     const find = (id: string) => {
       const record = inbox.find((r) => r.id === id);
-      if (!record) throw new NotificationNotFoundError(id);
+      if (!record) throw notificationNotFound(id);
       return record;
     };
     const filter = {
@@ -1374,39 +1229,6 @@ export class ThreadState {
   }
 }
 
-export interface AbortResult {
-  aborted: boolean;
-  runId?: string;
-  /** Inputs dropped by `clearPendingSignals` (queued runs, and inputs waiting for the aborted run's next step). */
-  clearedSignalIds: string[];
-}
-
-export interface ThreadView {
-  resourceId: string;
-  threadId: string;
-  status: 'active' | 'idle';
-  activeRun: {
-    runId: string;
-    agentId: string;
-    stepNumber: number;
-    pendingInputs: number;
-    status: 'running' | 'awaiting-approval';
-    approvals: {
-      toolCallId: string;
-      toolName: string;
-      args: unknown;
-      status: ApprovalStatus;
-      requestedAt: number;
-      expiresAt?: number;
-    }[];
-  } | null;
-  queue: { runId: string; agentId: string; inputIds: string[] }[];
-  messageCount: number;
-  runsCompleted: number;
-  lanes: (LaneTracking & { id: string; value?: unknown })[];
-  inbox: ReturnType<typeof inboxCounts>;
-}
-
 function toInputMessage(accepted: PendingInput, runId: string | undefined): InputMessage {
   const { input } = accepted;
   const message: InputMessage = {
@@ -1422,23 +1244,6 @@ function toInputMessage(accepted: PendingInput, runId: string | undefined): Inpu
   if (input.providerOptions !== undefined) message.providerOptions = input.providerOptions;
   if (runId !== undefined) message.runId = runId;
   return message;
-}
-
-export function echoType(message: InputMessage): ThreadEventType {
-  return message.type === 'user' && !message.tagName ? 'data-user-message' : 'data-signal';
-}
-
-/** The echo of an input where it entered the thread (`persisted` only for inputs stored without a run). */
-export function echoPayload(message: InputMessage, action: 'deliver' | 'persist'): unknown {
-  return {
-    id: message.id,
-    type: message.type,
-    tagName: message.tagName,
-    contents: message.contents,
-    attributes: message.attributes,
-    metadata: message.metadata,
-    ...(action === 'persist' ? { persisted: true } : {}),
-  };
 }
 
 /**
@@ -1457,4 +1262,10 @@ export function selectWindow(messages: readonly StoredMessage[], window: Context
   }
   while (start < messages.length && messages[start].role === 'tool') start++;
   return messages.slice(start);
+}
+
+function notificationNotFound(id: string): ThreadRefusal<'NotificationNotFound'> {
+  return new ThreadRefusal('NotificationNotFound', `Unknown notification: ${id} is not in this thread's inbox.`, {
+    notificationId: id,
+  });
 }

@@ -3,6 +3,7 @@
  */
 import {
   ActivityCancellationType,
+  ApplicationFailure,
   allHandlersFinished,
   CancellationScope,
   condition,
@@ -19,7 +20,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { z } from 'zod';
-import type { EventDraft } from '../client/bus/types';
+import type { EventDraft } from '../protocol/events';
 import type { createActivities } from '../activities';
 import {
   abortRequestSchema,
@@ -33,7 +34,7 @@ import {
   toolApprovalSchema,
   type NotificationBatch,
   type ThreadInput,
-} from '../client/schemas';
+} from '../protocol/schemas';
 import {
   abortThreadUpdate,
   approveToolUpdate,
@@ -48,32 +49,26 @@ import {
   submitInputUpdate,
   threadMessagesQuery,
   threadStateQuery,
-} from './definitions';
-import type { AgentProfile } from './agent-profile';
-import type { StepResult, ToolCall, ToolResultPart } from './messages';
-import { threadKey } from './ids';
+} from '../protocol/definitions';
+import type { AgentProfile } from '../protocol/agent-profile';
+import type { StepResult, ToolCall, ToolResultPart } from '../protocol/messages';
+import { threadKey } from '../protocol/ids';
+import { ThreadRefusal } from '../protocol/failures';
+import type { ThreadWorkflowArgs as BaseWorkflowArgs } from '../protocol/thread-config';
 import {
   emptySnapshot,
-  resolveThreadConfig,
   ThreadState,
   type RunState,
-  type StepPlan,
-  type ThreadConfigInput,
   type NotificationSettings,
   type ToolWait,
   type ThreadSnapshot,
-  UnchangedStateError,
 } from './thread-state';
+import { resolveThreadConfig } from '../protocol/thread-config';
+import { type StepPlan } from '../protocol/step';
 
 type Activities = ReturnType<typeof createActivities>;
 
-export interface ThreadWorkflowArgs {
-  resourceId: string;
-  threadId: string;
-  config?: ThreadConfigInput;
-  /** Set by continue-as-new: the thread as the previous execution left it. */
-  snapshot?: ThreadSnapshot;
-}
+export type ThreadWorkflowArgs = BaseWorkflowArgs<ThreadSnapshot>;
 
 /** Events per publish activity, in JSON bytes: far below Temporal's 2 MB payload limit. */
 const PUBLISH_BUDGET_BYTES = 256 * 1024;
@@ -169,7 +164,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     try {
       thread.validate(input);
     } catch (err) {
-      if (err instanceof UnchangedStateError) return; // skipped: the lane already has this state
+      if (err instanceof ThreadRefusal && err.type === 'UnchangedState') return; // skipped: the lane has this state
       log.warn(`Dropped ${name} input ${input.id}`, { error: (err as Error).message });
       return;
     }
@@ -183,13 +178,14 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     submitInputUpdate,
     (input) => {
       updatesSeen += 1;
-      return thread.accept(input);
+      return refuseWith(() => thread.accept(input));
     },
     {
-      validator: (raw) => {
-        validateControl(threadInputSchema, raw);
-        thread.validate(raw);
-      },
+      validator: (raw) =>
+        refuseWith(() => {
+          validateControl(threadInputSchema, raw);
+          thread.validate(raw);
+        }),
     },
   );
   setHandler(
@@ -198,7 +194,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       updatesSeen += 1;
       return thread.requestAbort(request?.clearPendingSignals === true);
     },
-    { validator: (request) => validateControl(abortRequestSchema, request) },
+    { validator: (request) => refuseWith(() => validateControl(abortRequestSchema, request)) },
   );
   setHandler(
     cancelQueuedUpdate,
@@ -206,19 +202,20 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       updatesSeen += 1;
       return { cancelledSignalIds: thread.cancelQueued(request.signalIds) };
     },
-    { validator: (request) => validateControl(cancelQueuedRequestSchema, request) },
+    { validator: (request) => refuseWith(() => validateControl(cancelQueuedRequestSchema, request)) },
   );
   setHandler(
     approveToolUpdate,
     (approval) => {
       updatesSeen += 1;
-      return thread.decideApproval(approval);
+      return refuseWith(() => thread.decideApproval(approval));
     },
     {
-      validator: (raw) => {
-        validateControl(toolApprovalSchema, raw);
-        thread.validateApproval(raw);
-      },
+      validator: (raw) =>
+        refuseWith(() => {
+          validateControl(toolApprovalSchema, raw);
+          thread.validateApproval(raw);
+        }),
     },
   );
   /** The agent's policy for a send, and its `decide()` answers when it has one (user code: a local activity). */
@@ -244,10 +241,11 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       return thread.acceptNotifications(batch, await notificationSettings(batch));
     },
     {
-      validator: (raw) => {
-        validateControl(notificationBatchSchema, raw);
-        thread.validateNotifications(raw);
-      },
+      validator: (raw) =>
+        refuseWith(() => {
+          validateControl(notificationBatchSchema, raw);
+          thread.validateNotifications(raw);
+        }),
     },
   );
   setHandler(sendNotificationSignal, async (raw) => {
@@ -269,19 +267,20 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     changeNotificationStatusUpdate,
     (request) => {
       updatesSeen += 1;
-      return thread.changeNotificationStatus(request);
+      return refuseWith(() => thread.changeNotificationStatus(request));
     },
     {
-      validator: (raw) => {
-        validateControl(notificationStatusRequestSchema, raw);
-        thread.validateStatusChange(raw);
-      },
+      validator: (raw) =>
+        refuseWith(() => {
+          validateControl(notificationStatusRequestSchema, raw);
+          thread.validateStatusChange(raw);
+        }),
     },
   );
   setHandler(notificationsQuery, (raw) => {
     const parsed = notificationQuerySchema.safeParse(raw ?? {});
-    if (!parsed.success) throw new Error(`Invalid query: ${describeZodError(parsed.error)}`);
-    return thread.listNotifications(parsed.data);
+    if (!parsed.success) throw invalidInput(parsed.error);
+    return refuseWith(() => thread.listNotifications(parsed.data));
   });
   setHandler(threadStateQuery, () => thread.view());
   setHandler(threadMessagesQuery, ({ limit = 50, before } = {}) => {
@@ -566,10 +565,40 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
   });
 }
 
-/** Update validators reject with a plain Error: the update is refused and never reaches history. */
+/** Update validators refuse with a typed failure: the update is refused and never reaches history. */
 function validateControl(schema: z.ZodType, raw: unknown): void {
   const parsed = schema.safeParse(raw);
-  if (!parsed.success) throw new Error(`Invalid input: ${describeZodError(parsed.error)}`);
+  if (!parsed.success) throw invalidInput(parsed.error);
+}
+
+function invalidInput(error: z.ZodError): ApplicationFailure {
+  const issues = describeZodError(error);
+  return ApplicationFailure.create({
+    type: 'InvalidInput',
+    message: `Invalid input: ${issues}`,
+    details: [{ issues }],
+    nonRetryable: true,
+  });
+}
+
+/**
+ * Runs `fn`; a refusal of the thread's state code leaves as an `ApplicationFailure` of the same type and details, so
+ * callers in any language branch on `type`.
+ */
+function refuseWith<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof ThreadRefusal) {
+      throw ApplicationFailure.create({
+        type: err.type,
+        message: err.message,
+        details: [err.details],
+        nonRetryable: true,
+      });
+    }
+    throw err;
+  }
 }
 
 function withDelivery(input: ThreadInput, signalName: string): ThreadInput {

@@ -12,11 +12,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { RedisBus } from '../../client/bus/redis';
-import type { ThreadEvent } from '../../client/bus/types';
-import type { InputResult, ThreadTarget } from '../../client/schemas';
-import { threadKey } from '../../workflows/ids';
-import type { ThreadConfigInput, ThreadView } from '../../workflows/thread-state';
+import { RedisBus } from '../../bus/redis';
+import type { ThreadEvent } from '../../protocol/events';
+import type { InputResult, ThreadTarget } from '../../protocol/schemas';
+import { threadKey } from '../../protocol/ids';
+import type { ThreadConfigInput } from '../../protocol/thread-config';
+import type { ThreadView } from '../../protocol/views';
 import { collectUntil, startHarness, textByRun, userTurns, type Harness } from '../support/harness';
 import { echoResponder } from '../support/model-server';
 import {
@@ -136,7 +137,7 @@ async function getThread(gateway: GatewayProcess, t: ThreadTarget): Promise<Thre
 }
 
 const eventsOf = (sse: SseStream): ThreadEvent[] => sseEvents(sse.messages);
-// SSE events are the bus's events plus the fields Mastra's chunks carry (client/gateway/wire-event.ts, additive only):
+// SSE events are the bus's events plus the fields Mastra's chunks carry (gateway/wire-event.ts, additive only):
 // compare them with `toMatchObject`, which checks every bus field and the array lengths and allows the extra fields.
 const count = (events: ThreadEvent[], type: ThreadEvent['type']) => events.filter((e) => e.type === type).length;
 

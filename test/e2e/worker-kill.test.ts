@@ -8,10 +8,10 @@
  */
 import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisBus } from '../../client/bus/redis';
-import type { ThreadEvent } from '../../client/bus/types';
-import type { StateSignalInput, ThreadInput, ThreadTarget } from '../../client/schemas';
-import { threadKey } from '../../workflows/ids';
+import { RedisBus } from '../../bus/redis';
+import type { ThreadEvent } from '../../protocol/events';
+import type { StateSignalInput, ThreadInput, ThreadTarget } from '../../protocol/schemas';
+import { threadKey } from '../../protocol/ids';
 import { collectUntil, startHarness, textByRun, userTurns, wakeEventTypes, type Harness } from '../support/harness';
 import { startWorkerProcess, workerEnvFor } from '../support/processes';
 import { startRedis, type RedisServer } from '../support/redis';

@@ -3,6 +3,8 @@
  * every route that names another resource's thread (streams included) with nothing changed, `*` keys, local
  * development mode, key settings from the environment or a file, and CORS for the browser SDK.
  */
+import { AgentDirectory } from '../../gateway/agents';
+import { summarizeAgents } from '../../agents/summary';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,13 +12,13 @@ import { join } from 'node:path';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ApiKeyRing, describeAccess } from '../../client/gateway/auth';
-import { defineRoute, registerRoute } from '../../client/gateway/route';
-import { serveGateway, type ServedGateway } from '../../client/gateway/serve';
-import { threadTargetSchema, type InputResult, type ThreadTarget } from '../../client/schemas';
-import { gatewaySettingsFromEnv } from '../../client/settings';
-import type { MessagesPage } from '../../workflows/definitions';
-import type { ThreadView } from '../../workflows/thread-state';
+import { ApiKeyRing, describeAccess } from '../../gateway/auth';
+import { defineRoute, registerRoute } from '../../gateway/route';
+import { serveGateway, type ServedGateway } from '../../gateway/serve';
+import { threadTargetSchema, type InputResult, type ThreadTarget } from '../../protocol/schemas';
+import { gatewaySettingsFromEnv } from '../../config/settings';
+import type { MessagesPage } from '../../protocol/views';
+import type { ThreadView } from '../../protocol/views';
 import { startHarness, testAgent, textByRun, type Harness } from '../support/harness';
 import { openSse } from '../support/sse';
 
@@ -44,8 +46,8 @@ let keyed: ServedGateway;
 let open: ServedGateway;
 beforeAll(async () => {
   h = await startHarness();
-  keyed = await serveGateway({ client: h.client, agents: [testAgent], port: 0, apiKeys });
-  open = await serveGateway({ client: h.client, agents: [testAgent], port: 0 });
+  keyed = await serveGateway({ client: h.client, agents: summarizeAgents([testAgent]), port: 0, apiKeys });
+  open = await serveGateway({ client: h.client, agents: summarizeAgents([testAgent]), port: 0 });
 });
 afterAll(async () => {
   await keyed?.close();
@@ -349,7 +351,7 @@ describe('routes added later', () => {
   it('cannot forget to authorize: a route naming a thread must declare where, or the gateway does not start', () => {
     const app = new Hono();
     const register = (spec: Parameters<typeof defineRoute>[0]) =>
-      registerRoute(app as never, defineRoute(spec), new Set(['tester']));
+      registerRoute(app as never, defineRoute(spec), new AgentDirectory([]));
     const handle = () => new Response();
     expect(() =>
       register({
@@ -391,8 +393,20 @@ describe('CORS', () => {
   let cors: ServedGateway;
   let anyOrigin: ServedGateway;
   beforeAll(async () => {
-    cors = await serveGateway({ client: h.client, agents: [testAgent], port: 0, apiKeys, corsOrigins: [ORIGIN] });
-    anyOrigin = await serveGateway({ client: h.client, agents: [testAgent], port: 0, apiKeys, corsOrigins: ['*'] });
+    cors = await serveGateway({
+      client: h.client,
+      agents: summarizeAgents([testAgent]),
+      port: 0,
+      apiKeys,
+      corsOrigins: [ORIGIN],
+    });
+    anyOrigin = await serveGateway({
+      client: h.client,
+      agents: summarizeAgents([testAgent]),
+      port: 0,
+      apiKeys,
+      corsOrigins: ['*'],
+    });
   });
   afterAll(async () => {
     await cors?.close();

@@ -1,16 +1,17 @@
 /**
- * The HTTP client SDK (`client/http`) against a real gateway served on loopback, on the real dev server: every route
+ * The HTTP client SDK (`http-client`) against a real gateway served on loopback, on the real dev server: every route
  * the gateway has, subscriptions read with `processDataStream` and `stream`, and resume across cut connections
  * (a loopback TCP proxy between the SDK and the gateway that the test cuts, refuses, or answers itself).
  */
+import { summarizeAgents } from '../../agents/summary';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, connect as netConnect, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent, type AgentTool } from '../../activities/agent';
-import type { ThreadEvent } from '../../client/bus/types';
-import { serveGateway, type ServedGateway } from '../../client/gateway/serve';
-import { toWireEvent } from '../../client/gateway/wire-event';
+import { defineAgent, type AgentTool } from '../../agents/agent';
+import type { ThreadEvent } from '../../protocol/events';
+import { serveGateway, type ServedGateway } from '../../gateway/serve';
+import { toWireEvent } from '../../gateway/wire-event';
 import {
   createHttpClient,
   isThreadlineHttpError,
@@ -19,8 +20,8 @@ import {
   type SseItem,
   type ThreadlineHttpClient,
   type ThreadlineHttpError,
-} from '../../client/http';
-import type { ThreadTarget } from '../../client/schemas';
+} from '../../http-client';
+import type { ThreadTarget } from '../../protocol/schemas';
 import {
   afterFinishes,
   collectUntil,
@@ -240,7 +241,12 @@ let sdk: ThreadlineHttpClient;
 let viaProxy: ThreadlineHttpClient;
 beforeAll(async () => {
   h = await startHarness({ agents: [testAgent, gatedAgent] });
-  gateway = await serveGateway({ client: h.client, agents: [testAgent, gatedAgent], port: 0, keepAliveMs: 200 });
+  gateway = await serveGateway({
+    client: h.client,
+    agents: summarizeAgents([testAgent, gatedAgent]),
+    port: 0,
+    keepAliveMs: 200,
+  });
   proxy = await startProxy(gateway.port);
   sdk = createHttpClient({ baseUrl: gateway.url });
   viaProxy = createHttpClient({ baseUrl: `${proxy.url}/` });
@@ -498,8 +504,8 @@ describe('sends and reads through the SDK', () => {
     expect(await sdk.agent('tester').getThread(t)).toBeNull();
   });
 
-  it('uses only what browsers have: no Node imports, and only types from outside client/http', () => {
-    const dir = new URL('../../client/http/', import.meta.url);
+  it('uses only what browsers have: no Node imports, and only types from outside http-client', () => {
+    const dir = new URL('../../http-client/', import.meta.url);
     const files = readdirSync(dir).filter((f) => f.endsWith('.ts'));
     expect(files.sort()).toEqual(['client.ts', 'errors.ts', 'index.ts', 'sse.ts', 'subscription.ts', 'types.ts']);
     for (const file of files) {
@@ -507,8 +513,8 @@ describe('sends and reads through the SDK', () => {
       const imports = [...source.matchAll(/^(?:import|export)\s+(type\s+)?[^'";]*?from\s+'([^']+)'/gm)];
       for (const [statement, typeOnly, from] of imports) {
         expect(from, `${file}: ${statement}`).not.toMatch(/^node:|^(fs|net|http|https|crypto|stream|events|buffer)$/);
-        // Runtime imports stay inside client/http, plus the dependency-free error base class.
-        if (!typeOnly && !from.startsWith('./')) expect(from, `${file}: ${statement}`).toBe('../errors');
+        // Runtime imports stay inside http-client, plus the dependency-free error base class.
+        if (!typeOnly && !from.startsWith('./')) expect(from, `${file}: ${statement}`).toBe('../protocol/errors');
       }
     }
   });
@@ -714,7 +720,7 @@ describe('API keys', () => {
   beforeAll(async () => {
     guarded = await serveGateway({
       client: h.client,
-      agents: [testAgent],
+      agents: summarizeAgents([testAgent]),
       port: 0,
       apiKeys: { 'key-a': ['tenant-a'] },
     });

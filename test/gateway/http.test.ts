@@ -2,15 +2,18 @@
  * SPEC §2.1, §5, §6 and §8 over real HTTP: the gateway served on loopback, driven with `fetch`, on the real dev
  * server. Sends and their results, idempotency keys, SSE streams and resume, thread state, and bad input.
  */
+import type { AgentSummary } from '../../protocol/api';
+import { summarizeAgents } from '../../agents/summary';
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryBus } from '../../client/bus/memory';
-import type { BusItem, EventBus, EventDraft, SubscribeFrom, ThreadEvent } from '../../client/bus/types';
-import { serveGateway, type ServedGateway } from '../../client/gateway/serve';
-import type { InputResult, ThreadTarget } from '../../client/schemas';
-import { threadKey } from '../../workflows/ids';
-import type { MessagesPage } from '../../workflows/definitions';
-import type { ThreadView } from '../../workflows/thread-state';
+import { MemoryBus } from '../../bus/memory';
+import type { BusItem, EventBus, SubscribeFrom } from '../../bus/types';
+import type { EventDraft, ThreadEvent } from '../../protocol/events';
+import { serveGateway, type ServedGateway } from '../../gateway/serve';
+import type { InputResult, ThreadTarget } from '../../protocol/schemas';
+import { threadKey } from '../../protocol/ids';
+import type { MessagesPage } from '../../protocol/views';
+import type { ThreadView } from '../../protocol/views';
 import {
   afterFinishes,
   startHarness,
@@ -36,6 +39,14 @@ class WatchedBus implements EventBus {
 
   publish(key: string, events: EventDraft[]): Promise<ThreadEvent[]> {
     return this.inner.publish(key, events);
+  }
+
+  announceAgents(agents: readonly AgentSummary[]): Promise<void> {
+    return this.inner.announceAgents(agents);
+  }
+
+  agents(): Promise<AgentSummary[]> {
+    return this.inner.agents();
   }
 
   archive: EventBus['archive'] = (key, records) => this.inner.archive(key, records);
@@ -111,7 +122,7 @@ let gateway: ServedGateway;
 beforeAll(async () => {
   bus = new WatchedBus(new MemoryBus());
   h = await startHarness({ bus });
-  gateway = await serveGateway({ client: h.client, agents: [testAgent], port: 0, keepAliveMs: 200 });
+  gateway = await serveGateway({ client: h.client, agents: summarizeAgents([testAgent]), port: 0, keepAliveMs: 200 });
 });
 afterEach(() => {
   h.model.setResponder(undefined);

@@ -3,10 +3,11 @@
  * `/state-signals` and `/send-tool-approval` routes, their errors (400/404/409), lanes in the thread view, and an
  * approval from a second client continuing the answer on the first client's subscription.
  */
+import { summarizeAgents } from '../../agents/summary';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ThreadEvent } from '../../client/bus/types';
-import { serveGateway, type ServedGateway } from '../../client/gateway/serve';
-import { createHttpClient, isThreadlineHttpError, type ThreadlineHttpClient } from '../../client/http';
+import type { ThreadEvent } from '../../protocol/events';
+import { serveGateway, type ServedGateway } from '../../gateway/serve';
+import { createHttpClient, isThreadlineHttpError, type ThreadlineHttpClient } from '../../http-client';
 import { startHarness, testAgent, type Harness } from '../support/harness';
 import { adminAgent } from '../support/test-agents';
 
@@ -16,7 +17,7 @@ let browser: ThreadlineHttpClient;
 let phone: ThreadlineHttpClient;
 beforeAll(async () => {
   h = await startHarness({ agents: [testAgent, adminAgent] });
-  gateway = await serveGateway({ client: h.client, agents: [testAgent, adminAgent], port: 0 });
+  gateway = await serveGateway({ client: h.client, agents: summarizeAgents([testAgent, adminAgent]), port: 0 });
   browser = createHttpClient({ baseUrl: gateway.url });
   phone = createHttpClient({ baseUrl: gateway.url });
 });

@@ -3,12 +3,13 @@
  * Retry-After; per API key, per client address without keys, failed key attempts included) and open subscriptions
  * per thread (429). Rejected requests change nothing. The buckets refill so slowly here that no test depends on time.
  */
+import { summarizeAgents } from '../../agents/summary';
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { TokenBuckets } from '../../client/gateway/limits';
-import { serveGateway, type ServedGateway } from '../../client/gateway/serve';
-import type { ThreadTarget } from '../../client/schemas';
-import { defaultGatewaySettings, gatewaySettingsFromEnv } from '../../client/settings';
+import { TokenBuckets } from '../../gateway/limits';
+import { serveGateway, type ServedGateway } from '../../gateway/serve';
+import type { ThreadTarget } from '../../protocol/schemas';
+import { defaultGatewaySettings, gatewaySettingsFromEnv } from '../../config/settings';
 import { startHarness, testAgent, type Harness } from '../support/harness';
 import { openSse, type SseStream } from '../support/sse';
 
@@ -39,7 +40,7 @@ afterAll(async () => {
 });
 
 async function gateway(options: Partial<Parameters<typeof serveGateway>[0]> = {}): Promise<ServedGateway> {
-  const served = await serveGateway({ client: h.client, agents: [testAgent], port: 0, ...options });
+  const served = await serveGateway({ client: h.client, agents: summarizeAgents([testAgent]), port: 0, ...options });
   gateways.push(served);
   return served;
 }

@@ -5,11 +5,12 @@
  * their real signatures and what their callers read back. Where Mastra's fields cannot map, the gateway answers a
  * 400 naming the field (docs/mastra-compat.md).
  */
+import { summarizeAgents } from '../../agents/summary';
 import { randomUUID } from 'node:crypto';
 import { MastraClient, MastraClientError } from '@mastra/client-js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { serveGateway, type ServedGateway } from '../../client/gateway/serve';
-import type { ThreadTarget } from '../../client/schemas';
+import { serveGateway, type ServedGateway } from '../../gateway/serve';
+import type { ThreadTarget } from '../../protocol/schemas';
 import { startHarness, testAgent, wakeEventTypes, type Harness } from '../support/harness';
 import { echoResponder, type ScriptedReply } from '../support/model-server';
 import { adminAgent } from '../support/test-agents';
@@ -32,7 +33,7 @@ let gateway: ServedGateway;
 let mastra: MastraClient;
 beforeAll(async () => {
   h = await startHarness({ agents: [testAgent, adminAgent] });
-  gateway = await serveGateway({ client: h.client, agents: [testAgent, adminAgent], port: 0 });
+  gateway = await serveGateway({ client: h.client, agents: summarizeAgents([testAgent, adminAgent]), port: 0 });
   mastra = new MastraClient({ baseUrl: gateway.url });
 });
 afterEach(() => {
@@ -330,7 +331,7 @@ describe('with an API key bound to one resource', () => {
   beforeAll(async () => {
     keyed = await serveGateway({
       client: h.client,
-      agents: [testAgent],
+      agents: summarizeAgents([testAgent]),
       port: 0,
       apiKeys: { 'key-one': [resourceId] },
     });

@@ -4,17 +4,17 @@
  * Temporal, no HTTP: `mastra-compat.test.ts` drives the same code with the real client.
  */
 import { describe, expect, it } from 'vitest';
-import type { ThreadEvent } from '../../client/bus/types';
+import type { ThreadEvent } from '../../protocol/events';
 import {
   echoOf,
   fromMastraApprovalBody,
   fromMastraSendBody,
   mastraSendAnswer,
   takeCreatedAt,
-} from '../../client/gateway/mastra-requests';
-import { withDefaultResource } from '../../client/gateway/route';
-import { toWireEvent } from '../../client/gateway/wire-event';
-import { isValidationError } from '../../client/errors';
+} from '../../gateway/mastra-requests';
+import { withDefaultResource } from '../../gateway/route';
+import { toWireEvent } from '../../gateway/wire-event';
+import { isValidationError } from '../../protocol/errors';
 
 const at = Date.UTC(2025, 0, 2, 3, 4, 5);
 const event = (type: ThreadEvent['type'], payload: unknown): ThreadEvent => ({

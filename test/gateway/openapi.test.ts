@@ -3,9 +3,10 @@
  * documents every route the app serves (compared with Hono's own `app.routes`), so a route added later appears on
  * its own.
  */
+import { summarizeAgents } from '../../agents/summary';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGateway } from '../../client/gateway/app';
-import { serveGateway, type ServedGateway } from '../../client/gateway/serve';
+import { createGateway } from '../../gateway/app';
+import { serveGateway, type ServedGateway } from '../../gateway/serve';
 import { startHarness, testAgent, type Harness } from '../support/harness';
 
 interface Operation {
@@ -32,7 +33,7 @@ let doc: Document;
 let text: string;
 beforeAll(async () => {
   h = await startHarness({ noWorker: true });
-  app = createGateway({ client: h.client, agents: [testAgent] });
+  app = createGateway({ client: h.client, agents: summarizeAgents([testAgent]) });
   const res = await app.request('/api/openapi.json');
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);
@@ -144,7 +145,7 @@ describe('GET /api/openapi.json', () => {
 describe('served over HTTP', () => {
   let served: ServedGateway;
   beforeAll(async () => {
-    served = await serveGateway({ client: h.client, agents: [testAgent], port: 0 });
+    served = await serveGateway({ client: h.client, agents: summarizeAgents([testAgent]), port: 0 });
   });
   afterAll(async () => {
     await served?.close();

@@ -3,14 +3,15 @@
  * `/threads/abort` and `/threads/cancel-queued`, their validation, and a bad raw Temporal signal, on the real dev
  * server with the gateway served on loopback.
  */
+import { summarizeAgents } from '../../agents/summary';
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { serveGateway, type ServedGateway } from '../../client/gateway/serve';
-import type { InputResult, ThreadTarget } from '../../client/schemas';
-import { sendSignalSignal } from '../../workflows/definitions';
-import type { MessagesPage } from '../../workflows/definitions';
-import { threadKey } from '../../workflows/ids';
-import type { AbortResult, ThreadView } from '../../workflows/thread-state';
+import { serveGateway, type ServedGateway } from '../../gateway/serve';
+import type { InputResult, ThreadTarget } from '../../protocol/schemas';
+import { sendSignalSignal } from '../../protocol/definitions';
+import type { MessagesPage } from '../../protocol/views';
+import { threadKey } from '../../protocol/ids';
+import type { AbortResult, ThreadView } from '../../protocol/views';
 import { startHarness, testAgent, userTurns, type Harness } from '../support/harness';
 import { echoResponder, type ReceivedRequest, type ScriptedReply } from '../support/model-server';
 import { openSse, type SseStream } from '../support/sse';
@@ -24,7 +25,7 @@ let gateway: ServedGateway;
 const releases: (() => void)[] = [];
 beforeAll(async () => {
   h = await startHarness();
-  gateway = await serveGateway({ client: h.client, agents: [testAgent], port: 0 });
+  gateway = await serveGateway({ client: h.client, agents: summarizeAgents([testAgent]), port: 0 });
 });
 afterEach(() => {
   h.model.setResponder(undefined);

@@ -1,6 +1,6 @@
 /**
  * A Threadline gateway as a process of its own, serving the test agents: for tests (and benchmarks) that run several
- * gateways on one Redis and kill them for real. It mirrors `client/gateway/main.ts`, which serves the deployment's
+ * gateways on one Redis and kill them for real. It mirrors `gateway/main.ts`, which serves the deployment's
  * agents instead (the gateway answers 404 for agent ids it does not know). Started by `startGatewayProcess()`
  * (test/support/processes.ts); prints `READY <url>` once it listens, then runs until killed.
  *
@@ -13,10 +13,11 @@
  *   THREADLINE_THREAD_CONFIG                JSON settings of the threads this gateway creates (`threadConfig`)
  */
 import { Client, Connection } from '@temporalio/client';
-import { RedisBus } from '../../client/bus/redis';
+import { RedisBus } from '../../bus/redis';
 import { connect } from '../../client/connect';
-import { serveGateway } from '../../client/gateway/serve';
-import type { ThreadConfigInput } from '../../workflows/thread-state';
+import { serveGateway } from '../../gateway/serve';
+import type { ThreadConfigInput } from '../../protocol/thread-config';
+import { summarizeAgents } from '../../agents/summary';
 import { testAgentsFromEnv } from './test-agents';
 
 function required(name: string): string {
@@ -41,7 +42,7 @@ const client = await connect({
 const server = await serveGateway({
   client,
   // The same table as worker-process.ts hosts: a gateway only needs to know which agents exist.
-  agents: testAgentsFromEnv(),
+  agents: summarizeAgents(testAgentsFromEnv()),
   port: Number(process.env.PORT ?? 0),
   hostname: process.env.HOST || '127.0.0.1',
 });

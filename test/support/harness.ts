@@ -6,12 +6,13 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, DefaultLogger } from '@temporalio/worker';
 import { inject } from 'vitest';
-import { defineAgent, type AgentDefinition } from '../../activities/agent';
-import { MemoryBus } from '../../client/bus/memory';
-import type { EventBus, ThreadEvent } from '../../client/bus/types';
+import { defineAgent, type AgentDefinition } from '../../agents/agent';
+import { MemoryBus } from '../../bus/memory';
+import type { EventBus } from '../../bus/types';
+import type { ThreadEvent } from '../../protocol/events';
 import { connect, type ThreadlineClient } from '../../client/connect';
-import type { ThreadTarget } from '../../client/schemas';
-import type { ThreadConfigInput } from '../../workflows/thread-state';
+import type { ThreadTarget } from '../../protocol/schemas';
+import type { ThreadConfigInput } from '../../protocol/thread-config';
 import { createWorker, type ThreadlineWorker } from '../../worker/index';
 import { startModelServer, type ModelServer } from './model-server';
 

@@ -4,7 +4,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { inject, onTestFinished } from 'vitest';
-import type { ThreadConfigInput } from '../../workflows/thread-state';
+import type { ThreadConfigInput } from '../../protocol/thread-config';
 import { startChild, type ChildProcessHandle } from './child-process';
 import type { Harness } from './harness';
 

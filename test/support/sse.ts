@@ -8,10 +8,10 @@
  * const events = await sse.untilEvent((e) => e.type === 'finish');
  * sse.close();
  */
-import type { ThreadEvent } from '../../client/bus/types';
-import { parseSse, type SseMessage } from '../../client/http';
+import type { ThreadEvent } from '../../protocol/events';
+import { parseSse, type SseMessage } from '../../http-client';
 
-export { parseSse, type SseItem, type SseMessage } from '../../client/http';
+export { parseSse, type SseItem, type SseMessage } from '../../http-client';
 
 /** An open SSE response, read eagerly in the background so that comments arrive even while nobody waits. */
 export interface SseStream {

@@ -9,7 +9,7 @@
 import { appendFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { defineAgent, type AgentDefinition, type ToolContext } from '../../activities/agent';
+import { defineAgent, type AgentDefinition, type ToolContext } from '../../agents/agent';
 import { testAgent } from './harness';
 
 /** One tool call, as the worker process that ran it recorded it. */

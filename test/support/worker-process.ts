@@ -13,7 +13,7 @@
  *   THREADLINE_TEST_TOOL_LOG                optional file where every tool call appends a JSON line
  */
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { RedisBus } from '../../client/bus/redis';
+import { RedisBus } from '../../bus/redis';
 import { createWorker } from '../../worker/index';
 import { testAgentsFromEnv } from './test-agents';
 

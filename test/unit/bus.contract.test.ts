@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryBus } from '../../client/bus/memory';
-import { RedisBus } from '../../client/bus/redis';
-import type { BusItem, BusRetention, EventBus, EventDraft, SubscribeFrom, ThreadEvent } from '../../client/bus/types';
+import { MemoryBus } from '../../bus/memory';
+import { RedisBus } from '../../bus/redis';
+import type { BusItem, BusRetention, EventBus, SubscribeFrom } from '../../bus/types';
+import type { EventDraft, ThreadEvent } from '../../protocol/events';
 import { startRedis, type RedisServer } from '../support/redis';
 
 let redis: RedisServer | undefined;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { notificationPriorities } from '../../client/schemas';
-import { builtInDecision, decideDelivery, type DeliveryPolicyConfig } from '../../workflows/delivery-policy';
+import { notificationPriorities } from '../../protocol/schemas';
+import { builtInDecision, decideDelivery } from '../../workflows/delivery-policy';
+import { type DeliveryPolicyConfig } from '../../protocol/agent-profile';
 
 describe('built-in delivery table (SPEC §4.2)', () => {
   const table = {

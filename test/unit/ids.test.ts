@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseThreadKey, threadKey } from '../../workflows/ids';
+import { parseThreadKey, threadKey } from '../../protocol/ids';
 
 describe('threadKey', () => {
   it('never collides for ids containing the separators', () => {

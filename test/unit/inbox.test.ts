@@ -1,15 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { ParsedNotification } from '../../client/schemas';
-import {
-  coalesce,
-  findCoalescable,
-  newRecord,
-  notificationAttributes,
-  pageOf,
-  summaryOf,
-  type NotificationRecord,
-} from '../../workflows/inbox';
-import { renderXml } from '../../workflows/render';
+import type { ParsedNotification } from '../../protocol/schemas';
+import { coalesce, findCoalescable, newRecord, notificationAttributes, pageOf, summaryOf } from '../../workflows/inbox';
+import { type NotificationRecord } from '../../protocol/views';
+import { renderXml } from '../../protocol/render';
 
 const ids = (id: string) => ({ id, threadId: 't', resourceId: 'r', agentId: 'a' });
 const input = (extra: Partial<ParsedNotification> = {}): ParsedNotification => ({

@@ -5,8 +5,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { signalInput } from '../../client/inputs';
-import { XML_NAME, type Attributes, type Contents, type SignalType } from '../../client/schemas';
-import { defaultTagNames, renderInput, type RenderableInput } from '../../workflows/render';
+import { XML_NAME, type Attributes, type Contents, type SignalType } from '../../protocol/schemas';
+import { defaultTagNames, renderInput, type RenderableInput } from '../../protocol/render';
 
 const numRuns = 500;
 

@@ -7,8 +7,8 @@ import {
   refreshCopies,
   windowHasSnapshot,
   type Lane,
-} from '../../workflows/lanes';
-import type { InputMessage } from '../../workflows/messages';
+} from '../../protocol/lanes';
+import type { InputMessage } from '../../protocol/messages';
 
 const stateMessage = (id: string, cacheKey: string, mode: 'snapshot' | 'delta', version: number): InputMessage => ({
   id,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mergeAttributes, renderInput, renderXml } from '../../workflows/render';
+import { mergeAttributes, renderInput, renderXml } from '../../protocol/render';
 
 describe('renderXml', () => {
   it('escapes contents and attribute values', () => {

@@ -4,11 +4,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { toModelMessages } from '../../activities/prompt';
-import { ValidationError } from '../../client/errors';
+import { ValidationError } from '../../protocol/errors';
 import { signalInput } from '../../client/inputs';
-import type { SignalInput, ThreadInput } from '../../client/schemas';
-import type { InputMessage } from '../../workflows/messages';
-import { renderInput } from '../../workflows/render';
+import type { SignalInput, ThreadInput } from '../../protocol/schemas';
+import type { InputMessage } from '../../protocol/messages';
+import { renderInput } from '../../protocol/render';
 
 const target = { resourceId: 'tenant-a', threadId: 'thread-1' };
 

@@ -1,13 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { ThreadInput } from '../../client/schemas';
-import type { StoredMessage } from '../../workflows/messages';
-import {
-  emptySnapshot,
-  resolveThreadConfig,
-  selectWindow,
-  ThreadState,
-  type ThreadConfigInput,
-} from '../../workflows/thread-state';
+import type { ThreadInput } from '../../protocol/schemas';
+import type { StoredMessage } from '../../protocol/messages';
+import { emptySnapshot, selectWindow, ThreadState } from '../../workflows/thread-state';
+import { resolveThreadConfig, type ThreadConfigInput } from '../../protocol/thread-config';
 
 function thread(config: ThreadConfigInput = {}) {
   let n = 0;

@@ -5,11 +5,11 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent, type AgentTool } from '../../activities/agent';
-import type { ThreadEvent } from '../../client/bus/types';
-import { ConflictError, NotFoundError } from '../../client/errors';
-import type { ThreadTarget } from '../../client/schemas';
-import { threadKey } from '../../workflows/ids';
+import { defineAgent, type AgentTool } from '../../agents/agent';
+import type { ThreadEvent } from '../../protocol/events';
+import { ConflictError, NotFoundError } from '../../protocol/errors';
+import type { ThreadTarget } from '../../protocol/schemas';
+import { threadKey } from '../../protocol/ids';
 import { afterFinishes, collectUntil, startHarness, testAgent, userTurns, type Harness } from '../support/harness';
 
 const tool = <I, O>(definition: AgentTool<I, O>): AgentTool<I, O> => definition;

@@ -4,9 +4,9 @@
  * and the whole stream and the last prompt checked for loss, duplication and order.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ThreadEvent } from '../../client/bus/types';
+import type { ThreadEvent } from '../../protocol/events';
 import type { SendResult } from '../../client/connect';
-import { threadKey } from '../../workflows/ids';
+import { threadKey } from '../../protocol/ids';
 import type { ThreadWorkflowArgs } from '../../workflows/thread';
 import { afterFinishes, collectUntil, startHarness, userTurns, type Harness } from '../support/harness';
 

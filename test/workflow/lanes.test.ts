@@ -6,12 +6,12 @@
  * continue-as-new and a worker replacement, racing producers, bad input.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineAgent, type ComputeStateSignalArgs } from '../../activities/agent';
-import { browserStateProcessor, type BrowserState } from '../../activities/processors/browser-state';
-import type { ThreadEvent } from '../../client/bus/types';
+import { defineAgent, type ComputeStateSignalArgs } from '../../agents/agent';
+import { browserStateProcessor, type BrowserState } from '../../agents/processors/browser-state';
+import type { ThreadEvent } from '../../protocol/events';
 import type { SendResult } from '../../client/connect';
-import type { StateSignalInput, ThreadTarget } from '../../client/schemas';
-import { threadKey } from '../../workflows/ids';
+import type { StateSignalInput, ThreadTarget } from '../../protocol/schemas';
+import { threadKey } from '../../protocol/ids';
 import { afterFinishes, collectUntil, startHarness, userTurns, type Harness } from '../support/harness';
 
 let browser: BrowserState = { open: true, activeUrl: 'https://example.com', tabCount: 3 };

@@ -7,12 +7,12 @@
 import { Client, Connection } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { defineAgent } from '../../activities/agent';
-import { createNotificationInboxTool, NOTIFICATION_INBOX_TOOL } from '../../activities/tools/notification-inbox';
-import type { ThreadEvent } from '../../client/bus/types';
-import type { NotificationInput, ThreadTarget } from '../../client/schemas';
-import { threadKey } from '../../workflows/ids';
-import type { NotificationRecord } from '../../workflows/inbox';
+import { defineAgent } from '../../agents/agent';
+import { createNotificationInboxTool, NOTIFICATION_INBOX_TOOL } from '../../agents/tools/notification-inbox';
+import type { ThreadEvent } from '../../protocol/events';
+import type { NotificationInput, ThreadTarget } from '../../protocol/schemas';
+import { threadKey } from '../../protocol/ids';
+import type { NotificationRecord } from '../../protocol/views';
 import { afterFinishes, collectUntil, startHarness, userTurns, type Harness } from '../support/harness';
 import { echoResponder, type ReceivedRequest } from '../support/model-server';
 

@@ -9,12 +9,12 @@ import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent, type AgentTool } from '../../activities/agent';
-import { agentsMdReminderProcessor } from '../../activities/processors/agents-md-reminder';
-import type { ThreadEvent } from '../../client/bus/types';
-import type { SendTarget } from '../../client/inputs';
-import type { ThreadTarget } from '../../client/schemas';
-import { threadKey } from '../../workflows/ids';
+import { defineAgent, type AgentTool } from '../../agents/agent';
+import { agentsMdReminderProcessor } from '../../agents/processors/agents-md-reminder';
+import type { ThreadEvent } from '../../protocol/events';
+import type { SendTarget } from '../../protocol/api';
+import type { ThreadTarget } from '../../protocol/schemas';
+import { threadKey } from '../../protocol/ids';
 import { startHarness, testAgent, userTurns, type Harness } from '../support/harness';
 import { echoResponder, type ReceivedRequest, type ScriptedReply } from '../support/model-server';
 

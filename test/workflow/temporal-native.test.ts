@@ -4,7 +4,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { threadKey } from '../../workflows/ids';
+import { threadKey } from '../../protocol/ids';
 import { collectUntil, startHarness, userTurns, type Harness } from '../support/harness';
 
 const run = promisify(execFile);

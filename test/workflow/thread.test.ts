@@ -3,8 +3,8 @@
  * subscriptions and resume.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { threadKey } from '../../workflows/ids';
-import { sendMessageSignal, submitInputUpdate, threadStateQuery } from '../../workflows/definitions';
+import { threadKey } from '../../protocol/ids';
+import { sendMessageSignal, submitInputUpdate, threadStateQuery } from '../../protocol/definitions';
 import {
   afterFinishes,
   collectUntil,

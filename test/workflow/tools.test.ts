@@ -5,8 +5,8 @@
 import { Context } from '@temporalio/activity';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent, type AgentTool } from '../../activities/agent';
-import type { ThreadEvent } from '../../client/bus/types';
+import { defineAgent, type AgentTool } from '../../agents/agent';
+import type { ThreadEvent } from '../../protocol/events';
 import { collectUntil, startHarness, textByRun, type Harness } from '../support/harness';
 
 /** Keeps `execute`'s input typed by the schema (an agent's tool map is untyped). */

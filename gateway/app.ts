@@ -1,0 +1,101 @@
+/**
+ * The HTTP gateway: JSON routes and SSE streams over the Threadline client. Any gateway serves any thread.
+ *
+ * Every request passes, in order: CORS (preflights answered here, without a key), caller identification on `/api/*`
+ * (401), the caller's rate limit (429), the body size limit (413), then its route from `./routes`, which validates
+ * the input (400) and authorizes the thread it names (403) before the handler runs (`./route`).
+ */
+import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { cors } from 'hono/cors';
+import { HTTPException } from 'hono/http-exception';
+import { AgentDirectory, type AgentSource } from './agents';
+import type { ThreadlineClient } from '../client/connect';
+import { PayloadTooLargeError, isRateLimitedError, isThreadlineError, isUnauthorizedError } from '../protocol/errors';
+import { defaultGatewaySettings, type GatewaySettings } from '../config/settings';
+import { ApiKeyRing, identifyCaller, type GatewayEnv } from './auth';
+import { SubscriberLimit, TokenBuckets } from './limits';
+import { API_PREFIX, registerRoute } from './route';
+import { gatewayRoutes } from './routes';
+
+export interface GatewayOptions extends Partial<Omit<GatewaySettings, 'apiKeysSource'>> {
+  client: ThreadlineClient;
+  /** The agents served: summaries (`summarizeAgents`), or a source asked for them (workers announce theirs on the bus). */
+  agents: AgentSource;
+  /** SSE comment sent after this much silence, so proxies keep the stream open (default 25 s). */
+  keepAliveMs?: number;
+}
+
+/** Request headers a browser may send cross-origin: the key, JSON bodies, stream resume and idempotency. */
+const CORS_ALLOW_HEADERS = ['Authorization', 'Content-Type', 'Last-Event-ID', 'Idempotency-Key'];
+
+export function createGateway(options: GatewayOptions): Hono<GatewayEnv> {
+  const { client } = options;
+  const corsOrigins = options.corsOrigins ?? defaultGatewaySettings.corsOrigins;
+  const keys = new ApiKeyRing(options.apiKeys);
+  const buckets = new TokenBuckets(options.rateLimit ?? defaultGatewaySettings.rateLimit);
+  const app = new Hono<GatewayEnv>();
+
+  app.onError(errorResponse);
+  app.notFound((c) =>
+    c.json({ error: { type: 'NotFoundError', message: `No route ${c.req.method} ${c.req.path}` } }, 404),
+  );
+
+  if (corsOrigins.length > 0) {
+    app.use(
+      '*',
+      cors({
+        origin: corsOrigins.includes('*') ? '*' : corsOrigins,
+        allowMethods: ['GET', 'POST'],
+        allowHeaders: CORS_ALLOW_HEADERS,
+        // Safelisted response headers need no listing; a browser client needs Retry-After to back off.
+        exposeHeaders: ['Retry-After'],
+        maxAge: 600,
+      }),
+    );
+  }
+
+  const guarded = `${API_PREFIX}*`;
+  app.use(guarded, identifyCaller(keys, buckets));
+  app.use(guarded, async (c, next) => {
+    if (c.req.method !== 'OPTIONS') buckets.take(c.get('caller').id);
+    await next();
+  });
+
+  // Refuse oversized bodies while reading them, before they are buffered and parsed. The input limit itself
+  // (checked on the parsed input) is lower; this bound leaves room for the target fields around it.
+  const maxBodyBytes = client.limits.maxInputBytes * 2 + 64 * 1024;
+  app.use(
+    guarded,
+    bodyLimit({
+      maxSize: maxBodyBytes,
+      onError: () => {
+        throw new PayloadTooLargeError(`The request body is over ${maxBodyBytes} bytes. Send less.`);
+      },
+    }),
+  );
+
+  const agents = new AgentDirectory(options.agents);
+  const routes = gatewayRoutes({
+    client,
+    agents,
+    keepAliveMs: options.keepAliveMs ?? 25_000,
+    subscribers: new SubscriberLimit(options.maxSubscribersPerThread ?? defaultGatewaySettings.maxSubscribersPerThread),
+  });
+  for (const route of routes) registerRoute(app, route, agents);
+  return app;
+}
+
+/** Maps errors to HTTP in one place: Threadline errors by their status, with the headers their status calls for. */
+function errorResponse(err: Error, c: Context): Response {
+  if (isThreadlineError(err)) {
+    if (isUnauthorizedError(err)) c.header('WWW-Authenticate', 'Bearer realm="threadline"');
+    if (isRateLimitedError(err) && err.retryAfterSeconds !== undefined) {
+      c.header('Retry-After', String(err.retryAfterSeconds));
+    }
+    return c.json({ error: { type: err.name, message: err.message } }, err.status as 400);
+  }
+  if (err instanceof HTTPException) return err.getResponse();
+  console.error('gateway error', err);
+  return c.json({ error: { type: 'InternalError', message: 'Internal error. See the gateway log.' } }, 500);
+}

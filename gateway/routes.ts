@@ -1,0 +1,425 @@
+/**
+ * Every route of the gateway, one `defineRoute` entry each (see `./route` for what registration checks). To add a
+ * route: add an entry here with its schemas and `thread: 'path' | 'body' | 'none'`; it is then served, its thread
+ * authorized, and it appears in `GET /api/openapi.json`, with nothing else to change. The handler acts on `target`
+ * (already authorized), never on ids it reads from `c` itself.
+ *
+ * @example
+ * defineRoute({
+ *   method: 'post',
+ *   path: '/api/agents/:agentId/state-signals',
+ *   summary: 'Send a state signal to a lane of the thread.',
+ *   thread: 'body', // `'path'` for /api/threads/:resourceId/:threadId/...
+ *   body: threadTargetSchema.extend({ signal: stateSignalSchema }),
+ *   statuses: [409],
+ *   handle: async ({ c, agentId, target, body }) =>
+ *     c.json(await client.agent(agentId).sendStateSignal(body.signal, target)),
+ * }),
+ */
+import type { Context } from 'hono';
+import { z } from 'zod';
+import type { AgentDirectory } from './agents';
+import type { SendResult, ThreadlineClient } from '../client/connect';
+import { NotFoundError, ValidationError } from '../protocol/errors';
+import {
+  abortRequestSchema,
+  cancelQueuedRequestSchema,
+  ifActiveSchema,
+  ifIdleSchema,
+  messageSchema,
+  notificationInputSchema,
+  notificationPriorities,
+  notificationStatuses,
+  signalSchema,
+  stateSignalSchema,
+  threadTargetSchema,
+  toolApprovalSchema,
+} from '../protocol/schemas';
+import {
+  echoOf,
+  fromMastraApprovalBody,
+  fromMastraSendBody,
+  mastraSendAnswer,
+  takeCreatedAt,
+  type SignalEcho,
+} from './mastra-requests';
+import { documentedAs, openApiDocument } from './openapi';
+import { defineRoute, type Route } from './route';
+import { streamThread, type StreamDeps } from './sse';
+
+export interface RouteDeps extends StreamDeps {
+  client: ThreadlineClient;
+  agents: AgentDirectory;
+}
+
+// `message` and `signal` are validated by the client (`client/inputs.ts`), whose errors name the exact field inside
+// them (a union's parse error would only say "invalid input"); the OpenAPI document still shows their schemas.
+const sendBodySchema = threadTargetSchema.extend({
+  message: documentedAs(z.unknown(), messageSchema),
+  runId: z.string().optional(),
+  ifActive: ifActiveSchema.optional(),
+  ifIdle: ifIdleSchema.optional(),
+});
+
+const signalBodySchema = sendBodySchema.omit({ message: true }).extend({
+  signal: documentedAs(z.unknown(), signalSchema),
+});
+
+const stateSignalBodySchema = sendBodySchema.omit({ message: true }).extend({
+  signal: documentedAs(z.unknown(), stateSignalSchema),
+});
+
+// Mastra's client sends these beside the decision; they have no meaning here and are accepted and ignored.
+const toolApprovalBodySchema = threadTargetSchema.extend(toolApprovalSchema.shape).extend({
+  runId: z.string().optional(),
+  requestContext: z.unknown().optional(),
+  format: z.unknown().optional(),
+});
+
+const notificationBodySchema = threadTargetSchema.extend({
+  notification: documentedAs(z.unknown(), notificationInputSchema).optional(),
+  notifications: documentedAs(z.unknown(), z.array(notificationInputSchema)).optional(),
+});
+
+/** `a,b` → `['a', 'b']`, for list filters in a query string. */
+const commaList = <T extends string>(values: readonly [T, ...T[]]) =>
+  z
+    .string()
+    .transform((v) => v.split(',').filter(Boolean))
+    .pipe(z.array(z.enum(values)));
+const notificationsQuerySchema = z.object({
+  status: commaList(notificationStatuses).optional(),
+  priority: commaList(notificationPriorities).optional(),
+  source: z
+    .string()
+    .transform((v) => v.split(',').filter(Boolean))
+    .optional(),
+  q: z.string().max(1_000).optional(),
+  limit: z
+    .string()
+    .regex(/^\d+$/, 'must be a whole number from 1 to 200')
+    .transform(Number)
+    .pipe(z.number().int().min(1).max(200))
+    .optional(),
+  cursor: z.string().max(256).optional(),
+});
+
+const archiveQuerySchema = notificationsQuerySchema.pick({ limit: true, cursor: true });
+
+const subscribeBodySchema = threadTargetSchema.extend({
+  lastEventId: z.string().optional(),
+  hideSignals: z.boolean().optional(),
+});
+
+const eventsQuerySchema = z.object({
+  lastEventId: z.string().optional(),
+  hideSignals: z.enum(['true', 'false']).optional(),
+});
+
+const LIMIT_MESSAGE = 'must be a whole number from 1 to 1000';
+const messagesQuerySchema = z.object({
+  limit: z
+    .string()
+    .regex(/^\d+$/, LIMIT_MESSAGE)
+    .transform(Number)
+    .pipe(z.number().int().min(1, LIMIT_MESSAGE).max(1000, LIMIT_MESSAGE))
+    .optional(),
+  before: z.string().optional(),
+});
+
+const abortBodySchema = threadTargetSchema.extend(abortRequestSchema.shape).extend({
+  expectedRunId: z.string().optional(),
+});
+
+const IDEMPOTENCY_HEADER = { 'Idempotency-Key': 'Idempotency key when the input carries no id of its own.' };
+
+const MASTRA_SEND_ANSWER =
+  'Answers `{ accepted, action, runId, signalId, signal, duplicate? }` (the shape `@mastra/client-js` expects): ' +
+  '`runId` is the run woken, joined or queued, or the `signalId` when no run is involved (`persist`, `discard`); ' +
+  '`signal` is the input as accepted. A `blocked` action answers 409.';
+
+/**
+ * Sends with the `Idempotency-Key` header as the input's fallback id and answers the thread's decision: 409 for a
+ * `blocked` input. `echo` (Mastra's routes) adds the fields Mastra's client expects.
+ */
+async function answerSend(
+  c: Context,
+  send: (options: { id?: string }) => Promise<SendResult>,
+  echo?: SignalEcho,
+): Promise<Response> {
+  const key = c.req.header('Idempotency-Key');
+  const { persisted: _persisted, ...result } = await send(key ? { id: key } : {});
+  const status = result.action === 'blocked' ? 409 : 200;
+  return c.json(echo ? mastraSendAnswer(result, echo, new Date()) : result, status);
+}
+
+export function gatewayRoutes(deps: RouteDeps): Route[] {
+  const { client } = deps;
+  let document: object | undefined;
+
+  const routes: Route[] = [
+    defineRoute({
+      method: 'get',
+      path: '/health',
+      summary: 'Liveness: answers while the gateway serves. Needs no API key.',
+      thread: 'none',
+      handle: ({ c }) => c.json({ ok: true }),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/api/openapi.json',
+      summary: 'This OpenAPI 3.1 document, generated from the route table and its zod schemas.',
+      thread: 'none',
+      handle: ({ c }) => c.json((document ??= openApiDocument(routes))),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/api/agents',
+      summary: 'The registered agents, keyed by id: id, name, description, instructions, modelId, tools.',
+      thread: 'none',
+      handle: async ({ c }) => c.json(Object.fromEntries((await deps.agents.list()).map((a) => [a.id, a]))),
+    }),
+
+    ...(['send-message', 'queue-message'] as const).map((route) =>
+      defineRoute({
+        method: 'post',
+        path: `/api/agents/:agentId/${route}`,
+        summary:
+          route === 'send-message'
+            ? 'Send a message: wakes an idle thread, or joins the active run at its next step boundary.'
+            : 'Queue a message: runs after the active run (and the runs queued before it) finishes.',
+        description: `Idempotency key: the message id, else the Idempotency-Key header. ${MASTRA_SEND_ANSWER}`,
+        thread: 'body',
+        body: sendBodySchema,
+        prepare: fromMastraSendBody,
+        headers: IDEMPOTENCY_HEADER,
+        statuses: [409],
+        handle: ({ c, agentId, body }) => {
+          if (body.message === undefined) throw new ValidationError('Invalid request body: message: Required');
+          const agent = client.agent(agentId);
+          const send = route === 'send-message' ? agent.sendMessage : agent.queueMessage;
+          const echo = echoOf('message', body.message);
+          return answerSend(c, (options) => send.call(agent, body.message as never, body, options), echo);
+        },
+      }),
+    ),
+
+    defineRoute({
+      method: 'post',
+      path: '/api/agents/:agentId/signals',
+      summary: 'Send a signal (user, reactive or notification; legacy type names accepted) to a thread.',
+      description: `Idempotency key: the signal id, else the Idempotency-Key header. ${MASTRA_SEND_ANSWER}`,
+      thread: 'body',
+      body: signalBodySchema,
+      prepare: fromMastraSendBody,
+      headers: IDEMPOTENCY_HEADER,
+      statuses: [409],
+      handle: ({ c, agentId, body }) => {
+        const { signal, createdAt } = takeCreatedAt(body.signal);
+        return answerSend(
+          c,
+          (options) => client.agent(agentId).sendSignal(signal as never, body, options),
+          echoOf('signal', signal, createdAt),
+        );
+      },
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/api/agents/:agentId/state-signals',
+      summary: 'Keep a state lane current: skipped when the lane already has this cacheKey and mode (SPEC §3.1).',
+      description:
+        'Body `{ signal: { id, mode?, cacheKey, contents, value?, delta?, signalId?, tagName?, attributes? }, ' +
+        'resourceId, threadId, ifActive?, ifIdle? }`. Answers `{ accepted, action, version, signalId, runId?, ' +
+        "reason? }`; `action: 'skipped', reason: 'unchanged'` for a duplicate state. Idempotency key: " +
+        '`signal.signalId`, else the Idempotency-Key header.',
+      thread: 'body',
+      body: stateSignalBodySchema,
+      headers: IDEMPOTENCY_HEADER,
+      statuses: [409],
+      handle: ({ c, agentId, body }) =>
+        answerSend(c, (options) => client.agent(agentId).sendStateSignal(body.signal as never, body, options)),
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/api/agents/:agentId/send-tool-approval',
+      summary: 'Approve or decline the tool call a run is parked on (SPEC §2.4); the answer continues on the stream.',
+      description:
+        'Answers `{ accepted, runId, toolCallId, status }`. 404: no such thread or no run waits for this tool ' +
+        'call; 409: the call was already approved or declined.',
+      thread: 'body',
+      body: toolApprovalBodySchema,
+      prepare: fromMastraApprovalBody,
+      statuses: [404, 409],
+      handle: async ({ c, agentId, target, body }) => {
+        const { toolCallId, approved, resumeData, declineReason } = body;
+        const approval = {
+          toolCallId,
+          approved,
+          ...(resumeData !== undefined ? { resumeData } : {}),
+          ...(declineReason !== undefined ? { declineReason } : {}),
+        };
+        return c.json(await client.agent(agentId).sendToolApproval({ ...target, ...approval }));
+      },
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/api/agents/:agentId/threads/abort',
+      summary: "Abort the thread's active run; optionally clear inputs waiting for it.",
+      description:
+        'With `expectedRunId`, aborts only while that run is the active one, else answers `{ aborted: false }`. ' +
+        'The gateway reads the active run, then aborts: a run that ends in between lets the abort reach the run ' +
+        'started right after it (a window of one round trip to Temporal).',
+      thread: 'body',
+      body: abortBodySchema,
+      handle: async ({ c, target, body }) => {
+        if (body.expectedRunId !== undefined) {
+          const view = await client.getThread(target);
+          if (view?.activeRun?.runId !== body.expectedRunId) return c.json({ aborted: false, clearedSignalIds: [] });
+        }
+        return c.json(await client.abortThread({ ...target, clearPendingSignals: body.clearPendingSignals }));
+      },
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/api/agents/:agentId/threads/cancel-queued',
+      summary: 'Remove queued messages by signal id; answers the ids removed.',
+      thread: 'body',
+      body: threadTargetSchema.extend(cancelQueuedRequestSchema.shape),
+      handle: async ({ c, body }) => c.json(await client.cancelQueuedMessages(body)),
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/api/agents/:agentId/threads/subscribe',
+      summary: "Subscribe to the thread's events (SSE). Resumes after Last-Event-ID (header) or lastEventId (body).",
+      description:
+        'Framed as `@mastra/client-js` reads it: `: connected`, then one `data: <event JSON>` block per event (the ' +
+        "event id is the JSON's `id`; no `id:` lines), and `data: [DONE]` when the gateway ends the stream. " +
+        '`resourceId` may be left out when the API key is bound to exactly one resource.',
+      thread: 'body',
+      body: subscribeBodySchema,
+      responds: 'sse',
+      handle: ({ c, target, body }) =>
+        streamThread(c, deps, target, {
+          lastEventId: c.req.header('Last-Event-ID') ?? body.lastEventId,
+          hideSignals: body.hideSignals,
+          framing: 'data-only',
+        }),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/api/threads/:resourceId/:threadId/events',
+      summary: "The thread's events as SSE, for EventSource. Resumes after Last-Event-ID (header) or ?lastEventId.",
+      thread: 'path',
+      query: eventsQuerySchema,
+      responds: 'sse',
+      handle: ({ c, target, query }) =>
+        streamThread(c, deps, target, {
+          lastEventId: c.req.header('Last-Event-ID') ?? query.lastEventId,
+          hideSignals: query.hideSignals === 'true',
+          framing: 'event-source',
+        }),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/api/threads/:resourceId/:threadId',
+      summary: "The thread's state: status, active run, queue, message count, runs completed.",
+      thread: 'path',
+      statuses: [404],
+      handle: async ({ c, target }) => {
+        const view = await client.getThread(target);
+        if (!view) {
+          throw new NotFoundError(`No thread ${target.resourceId}/${target.threadId}. Send it a message to create it.`);
+        }
+        return c.json(view);
+      },
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/api/agents/:agentId/notifications',
+      summary: "Drop one or more notifications into the thread's inbox (SPEC §4); the delivery policy decides.",
+      description:
+        'Body `{ notification | notifications, resourceId, threadId }`. Answers `{ accepted, notifications: [{ id, ' +
+        'status, action, coalesced, coalescedCount, deliveryReason? }], duplicate? }`. Idempotency key of the send: ' +
+        'the Idempotency-Key header. 409 when the inbox is full of open records.',
+      thread: 'body',
+      body: notificationBodySchema,
+      headers: IDEMPOTENCY_HEADER,
+      statuses: [409],
+      handle: async ({ c, agentId, target, body }) => {
+        const notifications = body.notifications ?? body.notification;
+        if (notifications === undefined) {
+          throw new ValidationError('Invalid request body: notification or notifications: Required');
+        }
+        const key = c.req.header('Idempotency-Key');
+        const options = key ? { id: key } : {};
+        return c.json(await client.agent(agentId).sendNotificationSignal(notifications as never, target, options));
+      },
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/api/threads/:resourceId/:threadId/notifications',
+      summary: "The thread's inbox, newest first: `{ notifications, hasMore, nextCursor }`.",
+      description:
+        'Filters: `status`, `priority`, `source` (comma-separated lists), `q` (text in summary, kind, source, ' +
+        'payload); paging: `limit` (1–200, default 20), `cursor` (the previous page’s nextCursor).',
+      thread: 'path',
+      statuses: [404],
+      query: notificationsQuerySchema,
+      handle: async ({ c, target, query }) => {
+        const page = await client.listNotifications(target, query);
+        if (!page) throw new NotFoundError(`No thread ${target.resourceId}/${target.threadId}.`);
+        return c.json(page);
+      },
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/api/threads/:resourceId/:threadId/notifications/archive',
+      summary:
+        'Records that left the inbox beyond its bound (kept by the bus), newest first: `{ notifications, nextCursor }`.',
+      thread: 'path',
+      query: archiveQuerySchema,
+      handle: async ({ c, target, query }) => c.json(await client.listArchivedNotifications(target, query)),
+    }),
+
+    ...(['seen', 'dismiss', 'archive'] as const).map((change) =>
+      defineRoute({
+        method: 'post',
+        path: `/api/threads/:resourceId/:threadId/notifications/:notificationId/${change}`,
+        summary: `Mark an inbox record ${change === 'seen' ? 'seen' : change === 'dismiss' ? 'dismissed' : 'archived'}; answers the record.`,
+        thread: 'path',
+        statuses: [404],
+        handle: async ({ c, target }) => {
+          const [record] = await client.changeNotificationStatus(target, [c.req.param('notificationId')!], change);
+          return c.json(record);
+        },
+      }),
+    ),
+
+    defineRoute({
+      method: 'get',
+      path: '/api/threads/:resourceId/:threadId/messages',
+      summary: "The thread's stored messages, newest last: `{ messages, hasMore }`; page back with `before`.",
+      thread: 'path',
+      statuses: [404],
+      query: messagesQuerySchema,
+      handle: async ({ c, target, query }) => {
+        const page = await client.getMessages(target, { limit: query.limit, before: query.before });
+        if (!page) throw new NotFoundError(`No thread ${target.resourceId}/${target.threadId}.`);
+        return c.json(page);
+      },
+    }),
+  ];
+  return routes;
+}

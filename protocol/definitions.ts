@@ -1,0 +1,55 @@
+/**
+ * The thread workflow's public surface: every signal, update and query, one constant each.
+ * Wire names are documented in the README ("Signalling a thread from any Temporal client") and versioned with the
+ * payload schema in `schemas.ts`.
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type {
+  InputResult,
+  NotificationBatch,
+  NotificationQuery,
+  NotificationStatusRequest,
+  ThreadInput,
+} from './schemas';
+import type { NotificationRecord, RecordPage } from './views';
+import type { AbortResult, NotificationSendResult, ThreadView, ToolApproval, ToolApprovalResult } from './views';
+import type { MessagesPage } from './views';
+
+/** Fire-and-forget message: joins the active run at the next step boundary, or wakes the thread. */
+export const sendMessageSignal = defineSignal<[ThreadInput]>('sendMessage');
+/** Fire-and-forget message that waits for the active run to finish. */
+export const queueMessageSignal = defineSignal<[ThreadInput]>('queueMessage');
+/** Fire-and-forget signal of any type (`reactive`, `notification`, `user`, ...). */
+export const sendSignalSignal = defineSignal<[ThreadInput]>('sendSignal');
+
+/** Any input, answered with the thread's decision (action, runId, duplicate). Used with update-with-start. */
+export const submitInputUpdate = defineUpdate<InputResult, [ThreadInput]>('submitInput');
+
+/** Stops the active run (cancelling its model call and tools). Queued runs go next unless `clearPendingSignals`. */
+export const abortThreadUpdate = defineUpdate<AbortResult, [{ clearPendingSignals?: boolean }]>('abortThread');
+
+/** Removes queued runs that have not started; answers the input ids actually removed. */
+export const cancelQueuedUpdate = defineUpdate<{ cancelledSignalIds: string[] }, [{ signalIds: string[] }]>(
+  'cancelQueued',
+);
+
+/** Approves or declines a tool call the run is parked on (SPEC §2.4). Unknown → rejected; decided → rejected. */
+export const approveToolUpdate = defineUpdate<ToolApprovalResult, [ToolApproval]>('approveTool');
+
+/** Fire-and-forget notifications (SPEC §4): for webhook receivers in any language. Bad payloads are dropped. */
+export const sendNotificationSignal = defineSignal<[NotificationBatch]>('sendNotification');
+/** Notifications answered with what the thread did with each (record id, status, action, coalesced). */
+export const submitNotificationsUpdate = defineUpdate<NotificationSendResult, [NotificationBatch]>(
+  'submitNotifications',
+);
+/** `seen` / `dismiss` / `archive` for inbox records; unknown ids → rejected, nothing changed. */
+export const changeNotificationStatusUpdate = defineUpdate<NotificationRecord[], [NotificationStatusRequest]>(
+  'changeNotificationStatus',
+);
+/** The inbox, newest first, filtered and paged. */
+export const notificationsQuery = defineQuery<RecordPage, [NotificationQuery]>('notifications');
+
+export const threadStateQuery = defineQuery<ThreadView>('threadState');
+
+/** Stored messages, newest last; `before` is a message id to page backwards from. */
+export const threadMessagesQuery = defineQuery<MessagesPage, [{ limit?: number; before?: string }]>('threadMessages');

@@ -1,8 +1,0 @@
-/**
- * The agents this deployment serves. Workers host them; gateways list them and reject unknown ids.
- * Add your own agents here (or build your own entry with `createWorker({ agents })`).
- */
-import type { AgentDefinition } from '../activities/agent';
-import { exampleAgent } from './example-agent';
-
-export const agents: AgentDefinition[] = [exampleAgent];
