@@ -11,16 +11,12 @@ import {
   isCancellation,
   log,
   proxyActivities,
-  patched,
-  proxyLocalActivities,
-  type RetryPolicy,
   setHandler,
   sleep,
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { z } from 'zod';
-import type { EventDraft } from '../protocol/events';
 import type { createActivities } from '../activities';
 import {
   abortRequestSchema,
@@ -95,10 +91,6 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: { maximumAttempts: config.step.maxAttempts, initialInterval: config.step.initialRetryMs },
   });
-  const { archiveNotifications } = proxyActivities<Activities>({
-    startToCloseTimeout: '30 seconds',
-    retry: { maximumAttempts: 20, initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
-  });
   const { runTool } = proxyActivities<Activities>({
     startToCloseTimeout: config.tool.startToCloseTimeoutMs,
     retry: { maximumAttempts: config.tool.maxAttempts },
@@ -107,39 +99,19 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     startToCloseTimeout: '10 seconds',
     retry: { maximumAttempts: 3, initialInterval: '100 milliseconds' },
   } as const;
-  const { describeAgent: describeAgentLocally } = proxyLocalActivities<Activities>(agentCallOptions);
-  const { describeAgent: describeAgentActivity, decideNotifications } = proxyActivities<Activities>(agentCallOptions);
-  const publishRetry: RetryPolicy = {
-    maximumAttempts: 20,
-    initialInterval: '200 milliseconds',
-    maximumInterval: '5 seconds',
-  };
-  const { publishEvents: publishEventsLocally } = proxyLocalActivities<Activities>({
+  // Regular activities, not local ones: a local activity runs inside the workflow task, so when the server drops
+  // that task (it happens under bursts of updates) events of decisions that were never committed reach subscribers;
+  // and a local activity awaited by an update handler while the dispatcher runs replayed its result at a different
+  // point than it arrived. A regular activity is scheduled only by a committed task.
+  const { describeAgent, decideNotifications } = proxyActivities<Activities>(agentCallOptions);
+  const { publishEvents, archiveNotifications } = proxyActivities<Activities>({
     startToCloseTimeout: '30 seconds',
-    retry: publishRetry,
+    retry: { maximumAttempts: 20, initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
   });
-  const { publishEvents: publishEventsActivity } = proxyActivities<Activities>({
-    startToCloseTimeout: '30 seconds',
-    retry: publishRetry,
-  });
-  // A local activity runs inside the workflow task: when the server drops that task (it happens under bursts of
-  // updates), events of decisions that were never committed reach subscribers, and the retried task numbers its
-  // events differently, so key-based dedupe drops some echoes and repeats others. A regular activity is scheduled
-  // only by a committed task. Histories recorded before this change keep the local activity.
-  const publishEvents = (threadKeyArg: string, events: EventDraft[]): Promise<void> =>
-    patched('publish-events-as-activity')
-      ? publishEventsActivity(threadKeyArg, events)
-      : publishEventsLocally(threadKeyArg, events);
 
   // Asked once per agent per execution (a deploy that changes an agent reaches threads at their next execution).
-  // A regular activity: a local one awaited by an update handler while the dispatcher runs replayed its result at a
-  // different point than it arrived (nondeterminism, seen under bursts of notifications). Histories recorded with
-  // the local activity keep it; those from before profiles existed skip it.
-  const describeAgent = (agentId: string): Promise<AgentProfile | null> =>
-    patched('agent-profile-activity') ? describeAgentActivity(agentId) : describeAgentLocally(agentId);
   const profiles = new Map<string, Promise<AgentProfile | null>>();
   const profileOf = async (agentId: string): Promise<AgentProfile | null> => {
-    if (!patched('agent-profile')) return null;
     // One request per agent, shared by every handler that needs it meanwhile.
     let profile = profiles.get(agentId);
     if (!profile) {
@@ -446,7 +418,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     const decided = thread.takeDecidedTools();
     if (decided) {
       // The decisions' events go out before any tool runs (a tool's result is published by its own activity).
-      if (patched('publish-before-decided-tools')) await publish();
+      await publish();
       await runDecidedTools(run, decided);
       return;
     }
@@ -549,13 +521,11 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
   // the next execution's input stays small (events of handlers that finished meanwhile are published too).
   await publish();
   await condition(allHandlersFinished);
-  if (patched('flush-outbox-before-continue-as-new')) {
-    // Until what is left fits one publish (it converges: a record's unpublished announcements collapse into one),
-    // and not while the bus is down: then the rest travels in the snapshot.
-    while (thread.outboxExceeds(PUBLISH_BUDGET_BYTES)) {
-      if (!(await publish())) break;
-      await condition(allHandlersFinished);
-    }
+  // Until what is left fits one publish (it converges: a record's unpublished announcements collapse into one), and
+  // not while the bus is down: then the rest travels in the snapshot.
+  while (thread.outboxExceeds(PUBLISH_BUDGET_BYTES)) {
+    if (!(await publish())) break;
+    await condition(allHandlersFinished);
   }
   await continueAsNew<typeof threadWorkflow>({
     resourceId: args.resourceId,

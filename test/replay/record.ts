@@ -3,12 +3,13 @@
  * tool call, duplicate, invalid raw signal, persist/discard behaviours, continue-as-new) into
  * test/replay/histories/<name>.json.
  *
- *   npm run record-history -- thread-v2   (writes thread-v2-conversation.json and thread-v2-signals.json)
+ *   npm run record-history            (writes thread-conversation.json, thread-signals.json, …)
  *
- * Commit the file: CI replays every history there against the current workflow code, so a change that would break
- * running threads fails the build (use `patched()` for such changes).
+ * Commit the files: CI replays every history there against the current workflow code, so a change that would break
+ * running threads fails the build. Until the first release, a change of the workflow's history shape re-records
+ * this set in the same commit; from a release on, its histories stay and such a change is gated (docs/operations.md).
  */
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
@@ -26,7 +27,7 @@ import { createWorker } from '../../worker/index';
 import { locateTemporalCli } from '../../worker/temporal-cli';
 import { startModelServer } from '../support/model-server';
 
-const name = process.argv[2] ?? 'thread-v1';
+const name = process.argv[2] ?? 'thread';
 const here = dirname(fileURLToPath(import.meta.url));
 
 const agent = defineAgent({
@@ -191,6 +192,7 @@ for (const [suffix, target] of [
 ] as const) {
   const { history, executions } = await oldestHistory(target);
   const path = join(here, 'histories', `${name}-${suffix}.json`);
+  await mkdir(dirname(path), { recursive: true });
   await writeFile(path, historyToJSON(history));
   console.log(`wrote ${path} (${history.events?.length} events; ${executions.length} executions)`);
 }
