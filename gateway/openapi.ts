@@ -58,7 +58,7 @@ const STATUS_TEXT: Record<number, string> = {
   429: 'Rate limited (see Retry-After), or the thread has its limit of subscribers on this gateway.',
 };
 
-const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
 /** The document for `routes`: every route with its parameters, body schema, responses and summary. */
 export function openApiDocument(routes: readonly Route[]): JsonSchema {
