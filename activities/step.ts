@@ -14,6 +14,7 @@ import { type StepPlan } from '../protocol/step';
 import type { AssistantPart, InputMessage, StepResult, StoredMessage, ToolCall } from '../protocol/messages';
 import type { AgentDefinition, AgentRegistry, Processor } from '../agents/agent';
 import type { ModelResolver } from '../agents/models';
+import { boundedDownload } from './download';
 import { toModelMessages } from './prompt';
 import { OrderedPublisher } from './publisher';
 
@@ -81,6 +82,8 @@ export async function runStep(deps: StepDeps, input: StepInput): Promise<StepRes
       // Disable provider-side retries; Temporal owns retries.
       maxRetries: 0,
       abortSignal: ctx.cancellationSignal,
+      // File URLs the provider cannot take are fetched by this worker: within a size and time bound.
+      experimental_download: boundedDownload(ctx.cancellationSignal),
     });
     const texts = new Map<string, { type: 'text' | 'reasoning'; text: string }>();
     for await (const part of result.fullStream) {

@@ -18,6 +18,7 @@ import {
   stateSignalSchema,
   threadInputSchema,
   threadTargetSchema,
+  type Contents,
   type MessageInput,
   type NotificationBatch,
   type NotificationInput,
@@ -37,6 +38,70 @@ function parse<T>(schema: z.ZodType<T>, value: unknown, field: string): T {
   return result.data;
 }
 
+/**
+ * A message by its shape (text, parts, or an object), so an error names the field inside it: the union of the three
+ * would only say "invalid input". File parts are checked for what the worker can load (`checkFileSources`).
+ */
+function parseMessage(message: unknown): MessageInput {
+  const [text, parts, object] = messageSchema.options;
+  if (typeof message === 'string') return parse(text, message, 'message');
+  if (Array.isArray(message)) return checkFileSources(parse(parts, message, 'message'), 'message');
+  const parsed = parse(object, message, 'message');
+  checkFileSources(parsed.contents, 'message.contents');
+  return parsed;
+}
+
+/** Where a file part's bytes may come from: the provider or the worker loads `http(s)` URLs; `data:` is inline. */
+const FILE_URL_SCHEMES = ['https:', 'http:', 'data:'];
+
+/**
+ * Refuses file parts the worker could never load, before they enter the thread: a part stays in the context window,
+ * so one that fails to load would fail every later step of the thread. `url` must be an `https:`, `http:` or
+ * `data:` URL (`file:`, `ftp:` and the like are refused); `data` holds base64 or a `data:` URL (the AI SDK reads any
+ * other URL there as a URL to download).
+ *
+ * Server-side requests: an `http(s)` URL reaches the model provider as the URL when the provider takes URLs for
+ * that media type (OpenAI: images, and PDFs on the Responses API), and the provider fetches it. Otherwise the
+ * worker downloads it (`activities/download.ts`): the AI SDK's download refuses private, loopback and link-local
+ * addresses (checked on the resolved address, on every redirect), and Threadline bounds its size and time.
+ */
+function checkFileSources<C extends Contents>(contents: C, field: string): C {
+  if (typeof contents === 'string') return contents;
+  for (const [i, part] of contents.entries()) {
+    if (part.type !== 'file') continue;
+    if (part.url !== undefined) {
+      const scheme = urlScheme(part.url);
+      if (scheme === null) {
+        throw new ValidationError(`Invalid ${field}.${i}.url: not a URL. Send an https:, http: or data: URL.`);
+      }
+      if (!FILE_URL_SCHEMES.includes(scheme)) {
+        throw new ValidationError(
+          `Invalid ${field}.${i}.url: the ${scheme} scheme is not supported. Send an https:, http: or data: URL, ` +
+            'or the bytes in data (base64).',
+        );
+      }
+    }
+    if (part.data !== undefined) {
+      const scheme = urlScheme(part.data);
+      if (scheme !== null && scheme !== 'data:') {
+        throw new ValidationError(
+          `Invalid ${field}.${i}.data: data holds base64 or a data: URL, not a ${scheme} URL. Send URLs in url.`,
+        );
+      }
+    }
+  }
+  return contents;
+}
+
+/** The scheme of an absolute URL (`"https:"`), or null when `value` is not one. */
+function urlScheme(value: string): string | null {
+  try {
+    return new URL(value).protocol;
+  } catch {
+    return null;
+  }
+}
+
 /** A message (string, parts or `{ contents, attributes }`) addressed to a thread, as the workflow receives it. */
 export function messageInput(
   agentId: string,
@@ -45,7 +110,7 @@ export function messageInput(
   target: SendTarget,
   options: { id?: string; limits?: IngressLimits } = {},
 ): ThreadInput {
-  const parsedMessage = parse(messageSchema, message, 'message');
+  const parsedMessage = parseMessage(message);
   const base = targetFields(target);
   const body =
     typeof parsedMessage === 'string' || Array.isArray(parsedMessage) ? { contents: parsedMessage } : parsedMessage;
@@ -72,6 +137,7 @@ export function signalInput(
   options: { id?: string; limits?: IngressLimits } = {},
 ): ThreadInput {
   const parsed = parse(signalSchema, signal, 'signal');
+  checkFileSources(parsed.contents, 'signal.contents');
   const base = targetFields(target);
   const input: ThreadInput = {
     id: parsed.id || options.id || randomUUID(),
@@ -102,6 +168,7 @@ export function stateInput(
   options: { id?: string; limits?: IngressLimits } = {},
 ): ThreadInput {
   const parsed = parse(stateSignalSchema, signal, 'state signal');
+  checkFileSources(parsed.contents, 'signal.contents');
   const base = targetFields(target);
   const input: ThreadInput = {
     id: parsed.signalId || options.id || randomUUID(),

@@ -54,18 +54,26 @@ export interface RouteDeps extends StreamDeps {
 
 // `message` and `signal` are validated by the client (`client/inputs.ts`), whose errors name the exact field inside
 // them (a union's parse error would only say "invalid input"); the OpenAPI document still shows their schemas.
-const sendBodySchema = threadTargetSchema.extend({
-  message: documentedAs(z.unknown(), messageSchema),
+// Built by extension only: `threadTargetSchema` carries a refinement (the encoded workflow id's length), and zod
+// refuses `.omit`/`.pick` on a refined object.
+const sendOptionsShape = {
   runId: z.string().optional(),
   ifActive: ifActiveSchema.optional(),
   ifIdle: ifIdleSchema.optional(),
+};
+
+const sendBodySchema = threadTargetSchema.extend({
+  message: documentedAs(z.unknown(), messageSchema),
+  ...sendOptionsShape,
 });
 
-const signalBodySchema = sendBodySchema.omit({ message: true }).extend({
+const signalBodySchema = threadTargetSchema.extend({
+  ...sendOptionsShape,
   signal: documentedAs(z.unknown(), signalSchema),
 });
 
-const stateSignalBodySchema = sendBodySchema.omit({ message: true }).extend({
+const stateSignalBodySchema = threadTargetSchema.extend({
+  ...sendOptionsShape,
   signal: documentedAs(z.unknown(), stateSignalSchema),
 });
 

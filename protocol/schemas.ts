@@ -3,19 +3,46 @@
  * This module runs inside the workflow sandbox too: no Node imports, no clock, no randomness.
  */
 import { z } from 'zod';
+import { MAX_WORKFLOW_ID_BYTES, encodeIdPart, isWellFormedUnicode, threadKey } from './ids';
+import {
+  MAX_NOTIFICATIONS_PER_SEND,
+  XML_NAME,
+  activeBehaviors,
+  defaultLimits,
+  idleBehaviors,
+  inboxToolActions,
+  invalidAttributeNameMessage,
+  invalidTagNameMessage,
+  notificationPriorities,
+  notificationStatusChanges,
+  notificationStatuses,
+  signalTypes,
+  stateModes,
+  type SignalType,
+} from './vocabulary';
 
-export const XML_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
-
-export const defaultLimits = {
-  /** Bytes of one input's JSON (message, signal, notification). */
-  maxInputBytes: 256 * 1024,
-  maxAttributes: 32,
-  maxIdLength: 256,
-  /** Queued runs waiting behind the active one. */
-  maxQueueLength: 100,
-  /** Inputs waiting for the next step boundary of the active run. */
-  maxPendingInputs: 500,
-};
+// The names and limits live in vocabulary.ts (no zod: the workflow sandbox loads them); exported from here as before.
+export {
+  MAX_NOTIFICATIONS_PER_SEND,
+  XML_NAME,
+  activeBehaviors,
+  defaultLimits,
+  idleBehaviors,
+  inboxToolActions,
+  invalidAttributeNameMessage,
+  invalidTagNameMessage,
+  notificationPriorities,
+  notificationStatusChanges,
+  notificationStatuses,
+  signalTypes,
+  stateModes,
+  type ActiveBehavior,
+  type IdleBehavior,
+  type NotificationPriority,
+  type NotificationStatus,
+  type SignalType,
+  type StateMode,
+} from './vocabulary';
 
 const idString = z.string().min(1, 'must not be empty').max(defaultLimits.maxIdLength);
 
@@ -38,13 +65,6 @@ const attributeRecord = z.record(z.string(), attributeValueSchema).superRefine((
 });
 export const attributesSchema = noProtoKey.pipe(attributeRecord);
 export type Attributes = z.infer<typeof attributeRecord>;
-
-export function invalidTagNameMessage(name: string): string {
-  return `Invalid signal XML tag name: ${name}. Use letters, digits, _ . - and start with a letter or _.`;
-}
-export function invalidAttributeNameMessage(name: string): string {
-  return `Invalid signal XML attribute name: ${name}. Use letters, digits, _ . - and start with a letter or _.`;
-}
 
 export const textPartSchema = z.object({ type: z.literal('text'), text: z.string() });
 export const filePartSchema = z
@@ -81,11 +101,6 @@ export const messageSchema = z.union([
 ]);
 export type MessageInput = z.infer<typeof messageSchema>;
 
-export const activeBehaviors = ['deliver', 'persist', 'discard', 'interrupt'] as const;
-export const idleBehaviors = ['wake', 'persist', 'discard'] as const;
-export type ActiveBehavior = (typeof activeBehaviors)[number];
-export type IdleBehavior = (typeof idleBehaviors)[number];
-
 /** Per-run options a woken run is started with (whatever the step activity accepts). */
 export const streamOptionsSchema = z
   .object({
@@ -120,14 +135,39 @@ export const ifIdleSchema = z.object({
 export type IfActive = z.infer<typeof ifActiveSchema>;
 export type IfIdle = z.infer<typeof ifIdleSchema>;
 
-export const threadTargetSchema = z.object({
-  resourceId: idString,
-  threadId: idString,
+/** A part of the workflow id: a non-empty id of at most `maxIdLength` characters, in well-formed Unicode. */
+const threadIdPart = idString.refine(isWellFormedUnicode, {
+  message: 'must be well-formed Unicode (it contains a lone UTF-16 surrogate, \\uD800-\\uDFFF)',
 });
-export type ThreadTarget = z.infer<typeof threadTargetSchema>;
 
-export const signalTypes = ['user', 'reactive', 'notification', 'state'] as const;
-export type SignalType = (typeof signalTypes)[number];
+/**
+ * The thread a request names. Besides each id's own limit, the workflow id they make (`threadKey`: both ids
+ * percent-encoded) must fit Temporal's limit, which counts bytes after encoding: a non-ASCII character takes 6 to 12
+ * of them, so 100 emoji (200 characters) already make a 1,200-byte id.
+ */
+export const threadTargetSchema = z
+  .object({
+    resourceId: threadIdPart,
+    threadId: threadIdPart,
+  })
+  .superRefine(({ resourceId, threadId }, ctx) => {
+    if (!isWellFormedUnicode(resourceId) || !isWellFormedUnicode(threadId)) return;
+    const bytes = threadKey(resourceId, threadId).length;
+    if (bytes <= MAX_WORKFLOW_ID_BYTES) return;
+    const resourceBytes = encodeIdPart(resourceId).length;
+    const threadBytes = encodeIdPart(threadId).length;
+    const field = threadBytes >= resourceBytes ? 'threadId' : 'resourceId';
+    ctx.addIssue({
+      code: 'custom',
+      path: [field],
+      message:
+        `makes a workflow id of ${bytes} bytes once percent-encoded (resourceId ${resourceBytes}, threadId ` +
+        `${threadBytes}, plus ${bytes - resourceBytes - threadBytes} of prefix); Temporal accepts at most ` +
+        `${MAX_WORKFLOW_ID_BYTES}. Use a shorter ${field}: characters other than ASCII letters, digits and - _ . ` +
+        'take 3 to 12 bytes each once encoded.',
+    });
+  });
+export type ThreadTarget = z.infer<typeof threadTargetSchema>;
 
 /** Signal types a caller may send, with the legacy names older clients use (SPEC §2.2). */
 export const legacySignalTypes: Record<string, SignalType> = {
@@ -170,9 +210,6 @@ export const signalSchema = z
   })
   .strict();
 export type SignalInput = z.input<typeof signalSchema>;
-
-export const stateModes = ['snapshot', 'delta'] as const;
-export type StateMode = (typeof stateModes)[number];
 
 /** A required string whose absence gets the SPEC's own message (not zod's generic one). */
 const requiredString = (message: string) =>
@@ -260,18 +297,6 @@ export const threadInputSchema = z
   });
 export type ThreadInput = z.infer<typeof threadInputSchema>;
 
-export const notificationPriorities = ['urgent', 'high', 'medium', 'low'] as const;
-export type NotificationPriority = (typeof notificationPriorities)[number];
-export const notificationStatuses = [
-  'pending',
-  'delivered',
-  'seen',
-  'dismissed',
-  'archived',
-  'discarded',
-  'failed',
-] as const;
-export type NotificationStatus = (typeof notificationStatuses)[number];
 export const deliveryActions = ['deliver', 'queue', 'defer', 'summarize', 'persist', 'discard'] as const;
 export type DeliveryAction = (typeof deliveryActions)[number];
 
@@ -295,9 +320,6 @@ export const notificationInputSchema = z
   .strict();
 export type NotificationInput = z.input<typeof notificationInputSchema>;
 export type ParsedNotification = z.output<typeof notificationInputSchema>;
-
-/** At most this many notifications in one send. */
-export const MAX_NOTIFICATIONS_PER_SEND = 100;
 
 /**
  * A batch of notifications as the thread workflow receives it (signal `sendNotification`, update
@@ -332,7 +354,6 @@ export const notificationQuerySchema = z
   .strict();
 export type NotificationQuery = z.input<typeof notificationQuerySchema>;
 
-export const notificationStatusChanges = ['seen', 'dismiss', 'archive'] as const;
 export const notificationStatusRequestSchema = z
   .object({ ids: z.array(idString).min(1).max(1_000), change: z.enum(notificationStatusChanges) })
   .strict();
@@ -341,7 +362,7 @@ export type NotificationStatusRequest = z.infer<typeof notificationStatusRequest
 /** The inbox tool's input (SPEC §4.4). */
 export const inboxToolInputSchema = z
   .object({
-    action: z.enum(['list', 'read', 'markSeen', 'dismiss', 'archive', 'search']),
+    action: z.enum(inboxToolActions),
     id: z.string().optional(),
     status: z.enum(notificationStatuses).optional(),
     priority: z.enum(notificationPriorities).optional(),
