@@ -1,28 +1,90 @@
+import { builtinModules } from 'node:module';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
-import importX from 'eslint-plugin-import-x';
+import importX, { createNodeResolver } from 'eslint-plugin-import-x';
 
-const nodeBuiltins = [
-  'fs',
-  'path',
-  'crypto',
-  'http',
-  'https',
-  'net',
-  'os',
-  'child_process',
-  'worker_threads',
-  'stream',
-  'events',
-  'url',
-  'util',
-  'dns',
-  'tls',
-  'zlib',
-  'readline',
-  'process',
-  'timers',
+/**
+ * The layers (docs: DESIGN.md, architecture.json): what each top-level folder may import from the others. Imports
+ * point down only; siblings import each other only along the architecture's arrows (activities → agents, bus), and
+ * the two SDKs are narrower than their layer: `http-client/` is fetch-only (protocol/ alone) and `gateway/` lists
+ * agents from the bus summaries instead of loading them. `test/` and `bench/` may import anything.
+ */
+const layers = {
+  protocol: [],
+  // Plus `activities` as types only: see the sandbox block below.
+  workflows: ['protocol'],
+  activities: ['protocol', 'workflows', 'agents', 'bus'],
+  agents: ['protocol', 'workflows'],
+  bus: ['protocol', 'workflows'],
+  config: ['protocol', 'workflows'],
+  client: ['protocol', 'workflows', 'activities', 'agents', 'bus', 'config'],
+  'http-client': ['protocol'],
+  gateway: ['protocol', 'client', 'config'],
+  worker: ['protocol', 'workflows', 'activities', 'agents', 'bus', 'config', 'client', 'http-client', 'gateway'],
+};
+
+/** Pairs that must never be imported, with the reason a reader gets (architecture.json "never"). */
+const never = {
+  'protocol→workflows': 'the bottom layer knows nothing above it',
+  'protocol→client': 'the bottom layer knows nothing above it',
+  'protocol→activities': 'the bottom layer knows nothing above it',
+  'workflows→client': 'deterministic code never depends on a caller',
+  'workflows→gateway': 'deterministic code never depends on a caller',
+  'workflows→bus': 'the workflow never does I/O',
+  'workflows→worker': 'deterministic code never depends on its host',
+  'http-client→client': 'the browser SDK carries no Temporal client',
+  'http-client→workflows': 'the browser SDK carries no workflow code',
+  'gateway→agents': 'the gateway lists agents, it does not load them',
+  'gateway→activities': 'the gateway never runs a step',
+};
+
+const parts = Object.keys(layers);
+
+const layerZones = parts.flatMap((part) =>
+  parts
+    .filter((other) => other !== part && !layers[part].includes(other))
+    // Workflows may import activities as types (the proxy's signature); values are refused by no-restricted-imports.
+    .filter((other) => !(part === 'workflows' && other === 'activities'))
+    .map((other) => ({
+      target: `./${part}`,
+      from: `./${other}`,
+      message:
+        `Layering: ${part}/ must not import ${other}/ (${never[`${part}→${other}`] ?? 'imports point down only'}). ` +
+        `${part}/ may import ${layers[part].length ? layers[part].map((p) => `${p}/`).join(', ') : 'no other project folder'}.`,
+    })),
+);
+
+/** Packages that need Node (sockets, files, native code): never in the workflow sandbox or a browser bundle. */
+const nodeOnlyPackages = [
+  '@temporalio/activity',
+  '@temporalio/client',
+  '@temporalio/envconfig',
+  '@temporalio/testing',
+  '@temporalio/worker',
+  'ioredis',
+  'hono',
+  'tsx',
 ];
+
+/** `no-restricted-imports` options for code that must run without Node: the workflow sandbox or a browser. */
+function withoutNode(where, extraPatterns = []) {
+  const builtinMessage = `${where}: no Node built-ins.`;
+  const packageMessage = `${where}: no Node-only packages.`;
+  return [
+    'error',
+    {
+      paths: [
+        ...builtinModules.filter((m) => !m.startsWith('_')).map((name) => ({ name, message: builtinMessage })),
+        ...nodeOnlyPackages.map((name) => ({ name, message: packageMessage })),
+      ],
+      patterns: [
+        { regex: '^node:', message: builtinMessage },
+        { regex: '^(hono|@hono|@temporalio/(client|worker|activity|testing|envconfig))/', message: packageMessage },
+        ...extraPatterns,
+      ],
+    },
+  ];
+}
 
 export default tseslint.config(
   { ignores: ['node_modules/**', '.data/**', 'test/replay/histories/**'] },
@@ -32,35 +94,38 @@ export default tseslint.config(
     files: ['**/*.ts'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     plugins: { 'import-x': importX },
+    settings: {
+      // Without a resolver that knows `.ts`, import-x resolves no project import and the rules below check nothing.
+      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js', '.mjs', '.cjs', '.json', '.node'] })],
+    },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'import-x/no-cycle': 'error',
+      'import-x/no-restricted-paths': ['error', { basePath: import.meta.dirname, zones: layerZones }],
     },
+  },
+  {
+    // Shared by the workflow sandbox, the worker, the gateway and browser clients.
+    files: ['protocol/**/*.ts'],
+    rules: { 'no-restricted-imports': withoutNode('protocol/ is imported by workflow code and browsers') },
+  },
+  {
+    files: ['http-client/**/*.ts'],
+    rules: { 'no-restricted-imports': withoutNode('http-client/ is the fetch-only SDK for browsers') },
   },
   {
     // The workflow sandbox is deterministic: no Node built-ins, no wall clock, no randomness.
     files: ['workflows/**/*.ts'],
     rules: {
-      'no-restricted-imports': [
-        'error',
+      'no-restricted-imports': withoutNode('Workflow code runs in the deterministic sandbox; do I/O in activities/', [
         {
-          paths: nodeBuiltins
-            .flatMap((m) => [m, `node:${m}`])
-            .map((name) => ({
-              name,
-              message: 'Workflow code runs in the deterministic sandbox: no Node built-ins. Do I/O in activities/.',
-            })),
-          patterns: [
-            {
-              group: ['../activities/*', '../worker/*'],
-              allowTypeImports: true,
-              message: 'Import activities as types only.',
-            },
-          ],
+          regex: '^(\\.\\./)+activities(/.*)?$',
+          allowTypeImports: true,
+          message: 'Import activities as types only.',
         },
-      ],
+      ]),
       'no-restricted-properties': [
         'error',
         { object: 'Math', property: 'random', message: 'Use uuid4() or state from the caller.' },

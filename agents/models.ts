@@ -1,17 +1,40 @@
 /**
- * Model resolution: `provider/model` strings through the AI SDK, or the offline demo model.
+ * Model resolution: `provider/model` strings through the AI SDK provider registry (`openai/…`, the offline `demo`
+ * model, and any provider a user registers), or an AI SDK model object as is.
  */
 import { createOpenAI } from '@ai-sdk/openai';
-import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
-import type { LanguageModel } from 'ai';
+import type { LanguageModelV3, LanguageModelV3StreamPart, ProviderV3 } from '@ai-sdk/provider';
+import {
+  createProviderRegistry,
+  customProvider,
+  NoSuchModelError,
+  NoSuchProviderError,
+  type LanguageModel,
+  type ProviderRegistryProvider,
+} from 'ai';
+import { ValidationError } from '../protocol/errors';
 
 export interface ModelSettings {
   /** `provider/model`; unset → `openai/gpt-4o-mini` when an OpenAI key or base URL is set, else `demo`. */
   model?: string;
   openaiApiKey?: string;
+  /** An OpenAI-compatible server (Ollama, vLLM, llama.cpp); default `https://api.openai.com/v1`. */
   openaiBaseUrl?: string;
+  /**
+   * More AI SDK providers by id, for `id/model` names. `openai` and `demo` are built in; a provider registered under
+   * one of those ids replaces it.
+   *
+   * @example
+   * import { anthropic } from '@ai-sdk/anthropic';
+   * // A whole worker: agents may now say `model: 'anthropic/claude-sonnet-4-5'`.
+   * await createWorker({ agents, bus, models: { ...settings.models, providers: { anthropic } } });
+   * // Or directly:
+   * new ModelResolver({ providers: { anthropic } }).resolve('anthropic/claude-sonnet-4-5');
+   */
+  providers?: Record<string, ProviderV3>;
 }
 
+/** @deprecated Settings come from config/ (readSettings); kept until the entry points stop importing it. */
 export function modelSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): ModelSettings {
   return { model: env.MODEL || undefined, openaiApiKey: env.OPENAI_API_KEY, openaiBaseUrl: env.OPENAI_BASE_URL };
 }
@@ -21,10 +44,19 @@ export function defaultModelName(settings: ModelSettings): string {
   return settings.openaiApiKey || settings.openaiBaseUrl ? 'openai/gpt-4o-mini' : 'demo';
 }
 
+const OPENAI_API_URL = 'https://api.openai.com/v1';
+
+/** Turns `provider/model` names into AI SDK models, once per name. */
 export class ModelResolver {
   private readonly cache = new Map<string, LanguageModel>();
+  private readonly registry: ProviderRegistryProvider<Record<string, ProviderV3>, '/'>;
+  private readonly providerIds: string[];
 
-  constructor(private readonly settings: ModelSettings) {}
+  constructor(private readonly settings: ModelSettings = {}) {
+    const providers = { openai: openaiChatProvider(settings), demo: demoProvider(), ...settings.providers };
+    this.providerIds = Object.keys(providers);
+    this.registry = createProviderRegistry(providers, { separator: '/' });
+  }
 
   resolve(spec: string | LanguageModel | undefined): LanguageModel {
     if (spec !== undefined && typeof spec !== 'string') return spec;
@@ -38,32 +70,64 @@ export class ModelResolver {
   }
 
   private create(name: string): LanguageModel {
-    if (name === 'demo' || name === 'threadline/demo') return demoModel();
-    const slash = name.indexOf('/');
-    const provider = slash > 0 ? name.slice(0, slash) : '';
-    const modelId = name.slice(slash + 1);
-    if (provider === 'openai') {
-      // The chat-completions endpoint: the de-facto standard of OpenAI-compatible servers (Ollama, vLLM, llama.cpp).
-      return createOpenAI({
-        apiKey: this.settings.openaiApiKey ?? 'not-needed',
-        baseURL: this.settings.openaiBaseUrl,
-      }).chat(modelId);
+    const id = name === 'demo' ? 'demo/demo' : name;
+    const slash = id.indexOf('/');
+    if (slash <= 0 || slash === id.length - 1) {
+      throw new ValidationError(
+        `Invalid model "${name}": name it "provider/model" (e.g. "openai/gpt-4o-mini"), or "demo" for the offline demo model.`,
+      );
     }
-    throw new Error(
-      `Unsupported model "${name}". Use "openai/<model>" (with OPENAI_API_KEY or OPENAI_BASE_URL for any OpenAI-compatible server) or "demo".`,
-    );
+    try {
+      return this.registry.languageModel(id as `${string}/${string}`);
+    } catch (err) {
+      const providerId = id.slice(0, slash);
+      if (NoSuchProviderError.isInstance(err)) {
+        throw new ValidationError(
+          `Unknown model provider "${providerId}" in model "${name}" (registered: ${this.providerIds.join(', ')}). ` +
+            `Register its AI SDK provider: new ModelResolver({ providers: { ${providerId}: yourProvider } }), or ` +
+            `createWorker({ models: { providers: { ${providerId}: yourProvider } } }).`,
+          { cause: err },
+        );
+      }
+      if (NoSuchModelError.isInstance(err)) {
+        throw new ValidationError(`Provider "${providerId}" has no model "${id.slice(slash + 1)}".`, { cause: err });
+      }
+      throw err;
+    }
   }
+}
+
+/** OpenAI, or any OpenAI-compatible server, with the key and base URL from settings (never from the environment). */
+function openaiChatProvider(settings: ModelSettings): ProviderV3 {
+  const openai = createOpenAI({
+    apiKey: settings.openaiApiKey ?? 'not-needed',
+    baseURL: settings.openaiBaseUrl ?? OPENAI_API_URL,
+  });
+  return {
+    specificationVersion: 'v3',
+    // The chat-completions endpoint: the de-facto standard of OpenAI-compatible servers (Ollama, vLLM, llama.cpp).
+    languageModel: (modelId) => openai.chat(modelId),
+    embeddingModel: (modelId) => openai.embeddingModel(modelId),
+    imageModel: (modelId) => openai.imageModel(modelId),
+  };
+}
+
+/** The offline demo model as a provider: `demo` (`demo/demo`), and `demo/<any name>` for the same model. */
+export function demoProvider(delayMs = 40): ProviderV3 {
+  // Any other language model name is the demo model under that name; other model kinds throw NoSuchModelError.
+  const anyName = { ...customProvider({}), languageModel: (modelId: string) => demoModel(delayMs, modelId) };
+  return customProvider({ languageModels: { demo: demoModel(delayMs) }, fallbackProvider: anyName });
 }
 
 /**
  * The offline demo model: no network, no key. It streams a short reply that quotes the last user input, word by
  * word, so a newcomer sees the whole system move. Announced at start-up.
  */
-export function demoModel(delayMs = 40): LanguageModelV3 {
+export function demoModel(delayMs = 40, modelId = 'demo'): LanguageModelV3 {
   return {
     specificationVersion: 'v3',
-    provider: 'threadline',
-    modelId: 'demo',
+    provider: 'demo',
+    modelId,
     supportedUrls: {},
     async doGenerate() {
       throw new Error('The demo model only streams.');
