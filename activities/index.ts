@@ -53,6 +53,6 @@ export {
   type Processor,
   type ToolContext,
 } from '../agents/agent';
-export { ModelResolver, demoModel, modelSettingsFromEnv, defaultModelName, type ModelSettings } from '../agents/models';
+export { ModelResolver, demoModel, defaultModelName, type ModelSettings } from '../agents/models';
 export type { StepInput } from './step';
 export type { ToolInput } from './tool';

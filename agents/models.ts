@@ -34,11 +34,6 @@ export interface ModelSettings {
   providers?: Record<string, ProviderV3>;
 }
 
-/** @deprecated Settings come from config/ (readSettings); kept until the entry points stop importing it. */
-export function modelSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): ModelSettings {
-  return { model: env.MODEL || undefined, openaiApiKey: env.OPENAI_API_KEY, openaiBaseUrl: env.OPENAI_BASE_URL };
-}
-
 export function defaultModelName(settings: ModelSettings): string {
   if (settings.model) return settings.model;
   return settings.openaiApiKey || settings.openaiBaseUrl ? 'openai/gpt-4o-mini' : 'demo';

@@ -36,7 +36,7 @@ import {
   type ThreadInput,
   type ThreadTarget,
 } from '../protocol/schemas';
-import { settingsFromEnv, temporalConnectionOptions } from '../config/settings';
+import { DEFAULT_TASK_QUEUE, temporalConnectionFromEnv, temporalConnectionOptions } from '../config/settings';
 import { subscribe, type ThreadSubscription } from './subscription';
 import { type SubscribeOptions } from '../protocol/api';
 import { threadKey } from '../protocol/ids';
@@ -102,10 +102,15 @@ export interface ConnectOptions {
   /** The event bus; without one the client makes its own: Redis Streams at `redisUrl`, else in-process. */
   bus?: EventBus;
   redisUrl?: string;
-  /** An existing Temporal client; otherwise one is made from `address`/`namespace` (or TEMPORAL_* settings). */
+  /**
+   * An existing Temporal client. Without one, `connect()` makes its own from `process.env` as the `temporal` CLI
+   * would (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS*, TEMPORAL_PROFILE and its
+   * temporal.toml; see docs/configuration.md); `address` and `namespace` override what it finds.
+   */
   client?: Client;
   address?: string;
   namespace?: string;
+  /** Default `threadline`; without `client`, TEMPORAL_TASK_QUEUE from `process.env` when set. */
   taskQueue?: string;
   /** Settings a thread is created with (continue-as-new threshold, timeouts, limits). Carried across continue-as-new. */
   threadConfig?: ThreadConfigInput;
@@ -129,7 +134,7 @@ export class ThreadlineClient {
     this.temporal = temporal;
     this.ownBus = options.bus ? null : createBus({ redisUrl: options.redisUrl });
     this.bus = options.bus ?? this.ownBus!;
-    this.taskQueue = options.taskQueue ?? settingsFromEnv().temporalTaskQueue;
+    this.taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
     this.threadConfig = options.threadConfig;
     this.limits = { ...defaultLimits, ...options.limits };
     this.ownConnection = ownConnection;
@@ -458,16 +463,17 @@ export class AgentClient {
 }
 
 /**
- * Connects to Temporal (standard TEMPORAL_* settings unless given) and returns the Threadline client.
- * @example const client = await connect({ bus: new MemoryBus() }); await client.agent('assistant').sendMessage('hi', { resourceId: 'u1', threadId: 't1' });
+ * Returns the Threadline client. Given no Temporal `client`, it connects with the settings it loads from
+ * `process.env` (and the temporal.toml profile it names), as the `temporal` CLI does; it reads nothing else from the
+ * environment. Invalid settings throw a `SettingsError` naming the variable.
+ * @example const client = await connect(); await client.agent('assistant').sendMessage('hi', { resourceId: 'u1', threadId: 't1' });
  */
-export async function connect(options: ConnectOptions): Promise<ThreadlineClient> {
+export async function connect(options: ConnectOptions = {}): Promise<ThreadlineClient> {
   if (options.client) return new ThreadlineClient(options.client, options, null);
-  const settings = settingsFromEnv();
-  const address = options.address ?? settings.temporalAddress ?? `127.0.0.1:${settings.temporalPort}`;
-  const connection = await Connection.connect(temporalConnectionOptions(settings, address));
-  const temporal = new Client({ connection, namespace: options.namespace ?? settings.temporalNamespace });
-  return new ThreadlineClient(temporal, options, connection);
+  const { temporal: settings, address } = temporalConnectionFromEnv(process.env);
+  const connection = await Connection.connect(temporalConnectionOptions(settings, options.address ?? address));
+  const temporal = new Client({ connection, namespace: options.namespace ?? settings.namespace });
+  return new ThreadlineClient(temporal, { ...options, taskQueue: options.taskQueue ?? settings.taskQueue }, connection);
 }
 
 /** The thread's typed refusal inside an update failure, if it is one. */

@@ -1,71 +1,36 @@
 /**
- * Every setting Threadline reads from the environment, in one place (the README's configuration table).
+ * Settings from the environment, parsed and validated by the table in `./definitions`. Only the `main` entry points
+ * (worker/main.ts, gateway/main.ts, worker/start.ts, worker/cli.ts) call `readSettings(process.env, …)`; everything
+ * else takes the parts it needs as arguments.
+ *
+ * @example
+ * const settings = readSettings(process.env, 'worker'); // throws a SettingsError naming each bad variable
  */
 import { readFileSync } from 'node:fs';
-import type { ConnectionOptions } from '@temporalio/client';
-import { z } from 'zod';
-import { defaultLimits, describeZodError } from '../protocol/schemas';
+import { definitionList, definitions, type Reader, type SettingDefinition, type SettingValues } from './definitions';
+import { loadTemporalSettings, type Env, type TemporalSettings } from './temporal';
+import { parseApiKeys, type ApiKeys } from './api-keys';
 
-export interface Settings {
+export { parseApiKeys, type ApiKeys } from './api-keys';
+export { temporalConnectionOptions, type Env, type TemporalSettings } from './temporal';
+export type { Reader } from './definitions';
+
+/** Model resolution (the shape of `ModelSettings` in agents/models.ts). */
+export interface ModelSettings {
+  /** `provider/model`; unset → `openai/gpt-4o-mini` when an OpenAI key or base URL is set, else `demo`. */
+  model?: string;
+  openaiApiKey?: string;
+  openaiBaseUrl?: string;
+}
+
+/** Where the gateway listens and what it accepts. */
+export interface ServerSettings {
   port: number;
   host: string;
-  temporalAddress?: string;
-  temporalNamespace: string;
-  temporalTaskQueue: string;
-  temporalApiKey?: string;
-  temporalTls?: { certPath?: string; keyPath?: string; caPath?: string; enabled: boolean };
-  temporalCli?: string;
-  temporalPort: number;
-  temporalUiPort: number;
-  dataDir: string;
-  redisUrl?: string;
   keepAliveMs: number;
   /** Largest input (message, signal) JSON a client accepts, in bytes; larger ones are refused with 413. */
   maxInputBytes: number;
 }
-
-function int(value: string | undefined, fallback: number, name: string): number {
-  if (value === undefined || value === '') return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number, got "${value}".`);
-  return n;
-}
-
-export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
-  const tlsCert = env.TEMPORAL_TLS_CLIENT_CERT_PATH;
-  const tlsKey = env.TEMPORAL_TLS_CLIENT_KEY_PATH;
-  const tlsCa = env.TEMPORAL_TLS_SERVER_CA_CERT_PATH;
-  const tlsEnabled = env.TEMPORAL_TLS === 'true' || Boolean(tlsCert || tlsCa);
-  return {
-    port: int(env.PORT, 4111, 'PORT'),
-    host: env.HOST || '127.0.0.1',
-    temporalAddress: env.TEMPORAL_ADDRESS || undefined,
-    temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
-    temporalTaskQueue: env.TEMPORAL_TASK_QUEUE || 'threadline',
-    temporalApiKey: env.TEMPORAL_API_KEY || undefined,
-    temporalTls: tlsEnabled ? { certPath: tlsCert, keyPath: tlsKey, caPath: tlsCa, enabled: true } : undefined,
-    temporalCli: env.TEMPORAL_CLI || undefined,
-    temporalPort: int(env.TEMPORAL_PORT, 7233, 'TEMPORAL_PORT'),
-    temporalUiPort: int(env.TEMPORAL_UI_PORT, 8233, 'TEMPORAL_UI_PORT'),
-    dataDir: env.THREADLINE_DATA_DIR || '.data',
-    redisUrl: env.REDIS_URL || undefined,
-    keepAliveMs: int(env.THREADLINE_SSE_KEEPALIVE_MS, 25_000, 'THREADLINE_SSE_KEEPALIVE_MS'),
-    maxInputBytes: positiveInt(
-      env.THREADLINE_MAX_INPUT_BYTES,
-      defaultLimits.maxInputBytes,
-      'THREADLINE_MAX_INPUT_BYTES',
-    ),
-  };
-}
-
-function positiveInt(value: string | undefined, fallback: number, name: string): number {
-  const n = int(value, fallback, name);
-  if (n === 0) throw new Error(`${name} must be at least 1, got "${value}".`);
-  return n;
-}
-
-/** API key → the `resourceId`s it may act on; `"*"` in the list means every resource. */
-export type ApiKeys = Record<string, string[]>;
 
 /** Who may call the gateway and how much: read only by processes that serve it (`npm start`, `npm run gateway`). */
 export interface GatewaySettings {
@@ -81,132 +46,180 @@ export interface GatewaySettings {
   corsOrigins: string[];
 }
 
+/** The embedded dev server of `npm start`. */
+export interface DevServerSettings {
+  /** `TEMPORAL_CLI`; undefined: the cached build. */
+  cliPath?: string;
+  port: number;
+  uiPort: number;
+  dataDir: string;
+}
+
+export interface Settings {
+  /** The process these settings were read for; variables other processes read keep their defaults. */
+  reader: Reader;
+  models: ModelSettings;
+  server: ServerSettings;
+  gateway: GatewaySettings;
+  /** Undefined: the in-process bus. */
+  redisUrl?: string;
+  temporal: TemporalSettings;
+  devServer: DevServerSettings;
+}
+
 export const defaultGatewaySettings: GatewaySettings = {
-  rateLimit: { perSecond: 200, burst: 400 },
-  maxSubscribersPerThread: 1_000,
+  rateLimit: { perSecond: definitions.rateLimitPerSecond.default, burst: definitions.rateLimitPerSecond.default * 2 },
+  maxSubscribersPerThread: definitions.maxSubscribersPerThread.default,
   corsOrigins: [],
 };
 
-export function gatewaySettingsFromEnv(env: NodeJS.ProcessEnv = process.env): GatewaySettings {
-  const perSecond = nonNegativeNumber(env.THREADLINE_RATE_LIMIT_PER_SECOND, 200, 'THREADLINE_RATE_LIMIT_PER_SECOND');
-  const burst = int(
-    env.THREADLINE_RATE_LIMIT_BURST,
-    Math.max(1, Math.ceil(perSecond * 2)),
-    'THREADLINE_RATE_LIMIT_BURST',
-  );
-  if (perSecond > 0 && burst === 0) {
-    throw new Error(
-      'THREADLINE_RATE_LIMIT_BURST must be at least 1 while the rate limit is on. To turn it off, set THREADLINE_RATE_LIMIT_PER_SECOND=0.',
+export const DEFAULT_TASK_QUEUE = definitions.temporalTaskQueue.default;
+export const DEFAULT_NAMESPACE = definitions.temporalNamespace.default;
+export const DEFAULT_TEMPORAL_ADDRESS = `127.0.0.1:${definitions.temporalPort.default}`;
+
+/** One or more settings cannot be used; `problems` has one line per variable, each naming it and the form it needs. */
+export class SettingsError extends Error {
+  override readonly name = 'SettingsError';
+
+  constructor(readonly problems: string[]) {
+    super(
+      problems.length === 1
+        ? problems[0]
+        : `${problems.length} settings are invalid:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
     );
   }
+}
+
+/** Reads every setting `reader` uses from `env`; throws a `SettingsError` listing every invalid one. */
+export function readSettings(env: Env, reader: Reader): Settings {
+  const problems: string[] = [];
+  const values = readVariables(env, (definition) => definition.readBy.includes(reader), problems);
+  const gateway = gatewayFrom(values, problems);
+  let temporal: TemporalSettings | undefined;
+  if (problems.length === 0) {
+    try {
+      temporal = loadTemporalSettings(env, {
+        namespace: values.temporalNamespace,
+        taskQueue: values.temporalTaskQueue,
+      });
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+  }
+  if (problems.length > 0 || !temporal) throw new SettingsError(problems);
   return {
-    ...apiKeysFromEnv(env),
-    rateLimit: { perSecond, burst },
-    maxSubscribersPerThread: positiveInt(
-      env.THREADLINE_MAX_SUBSCRIBERS_PER_THREAD,
-      defaultGatewaySettings.maxSubscribersPerThread,
-      'THREADLINE_MAX_SUBSCRIBERS_PER_THREAD',
-    ),
-    corsOrigins: corsOrigins(env.THREADLINE_CORS_ORIGINS),
+    reader,
+    models: { model: values.model, openaiApiKey: values.openaiApiKey, openaiBaseUrl: values.openaiBaseUrl },
+    server: {
+      port: values.port,
+      host: values.host,
+      keepAliveMs: values.sseKeepAliveMs,
+      maxInputBytes: values.maxInputBytes,
+    },
+    gateway,
+    redisUrl: values.redisUrl,
+    temporal,
+    devServer: {
+      cliPath: values.temporalCli,
+      port: values.temporalPort,
+      uiPort: values.temporalUiPort,
+      dataDir: values.dataDir,
+    },
   };
 }
 
-function nonNegativeNumber(value: string | undefined, fallback: number, name: string): number {
-  if (value === undefined || value === '') return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a number of at least 0, got "${value}".`);
-  return n;
+/** The gateway's access and limit settings alone (`THREADLINE_*` of the Gateway group). */
+export function gatewaySettingsFromEnv(env: Env): GatewaySettings {
+  const problems: string[] = [];
+  const values = readVariables(env, (definition) => definition.group === 'Gateway', problems);
+  const gateway = gatewayFrom(values, problems);
+  if (problems.length > 0) throw new SettingsError(problems);
+  return gateway;
 }
 
-const API_KEYS_EXAMPLE = '{"key-a":["tenant-a"],"ops-key":["*"]}';
-
-// A key travels as `Authorization: Bearer <key>`: visible ASCII without spaces, or no client could send it.
-const apiKeysSchema = z
-  .record(z.string(), z.array(z.string().min(1, 'a resourceId must not be empty')))
-  .superRefine((keys, ctx) => {
-    const names = Object.keys(keys);
-    if (names.length === 0) {
-      ctx.addIssue({ code: 'custom', message: 'no keys: unset it for local development mode, or add a key' });
-    }
-    for (const key of names) {
-      if (!/^[\x21-\x7e]+$/.test(key)) {
-        ctx.addIssue({ code: 'custom', message: 'a key must be visible ASCII characters without spaces', path: [key] });
-      }
-    }
-  });
-
-function apiKeysFromEnv(env: NodeJS.ProcessEnv): Pick<GatewaySettings, 'apiKeys' | 'apiKeysSource'> {
-  const inline = env.THREADLINE_API_KEYS;
-  const file = env.THREADLINE_API_KEYS_FILE;
-  if (inline && file) {
-    throw new Error('Set THREADLINE_API_KEYS or THREADLINE_API_KEYS_FILE, not both.');
-  }
-  if (inline) return { apiKeys: parseApiKeys(inline, 'THREADLINE_API_KEYS'), apiKeysSource: 'THREADLINE_API_KEYS' };
-  if (!file) return {};
-  let text: string;
+/**
+ * The Temporal connection alone, for `connect()` without a client: the settings, and the address to use (the
+ * configured one, else the dev server's port on loopback).
+ */
+export function temporalConnectionFromEnv(env: Env): { temporal: TemporalSettings; address: string } {
+  const problems: string[] = [];
+  const values = readVariables(
+    env,
+    (definition) => definition.group === 'Temporal' || definition.env === definitions.temporalPort.env,
+    problems,
+  );
+  if (problems.length > 0) throw new SettingsError(problems);
+  let temporal: TemporalSettings;
   try {
-    text = readFileSync(file, 'utf8');
+    temporal = loadTemporalSettings(env, { namespace: values.temporalNamespace, taskQueue: values.temporalTaskQueue });
   } catch (err) {
-    throw new Error(`THREADLINE_API_KEYS_FILE: cannot read "${file}": ${(err as Error).message}`, { cause: err });
+    throw new SettingsError([(err as Error).message]);
   }
-  const source = `THREADLINE_API_KEYS_FILE (${file})`;
-  return { apiKeys: parseApiKeys(text, source), apiKeysSource: source };
+  return { temporal, address: temporal.address ?? `127.0.0.1:${values.temporalPort}` };
 }
 
-/** Parses the API key map (`{"key": ["resourceId", …]}`), failing with what is wrong and an example. */
-export function parseApiKeys(json: string, source: string): ApiKeys {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(json);
-  } catch (err) {
-    throw new Error(`${source} is not JSON (${(err as Error).message}). Expected e.g. ${API_KEYS_EXAMPLE}`, {
-      cause: err,
-    });
+/** The server to connect to: the configured one, else the dev server's port on loopback. */
+export function temporalAddress(settings: Pick<Settings, 'temporal' | 'devServer'>): string {
+  return settings.temporal.address ?? `127.0.0.1:${settings.devServer.port}`;
+}
+
+/** The raw value of a definition in `env`: unset and empty are the same. */
+export function rawValue(env: Env, definition: SettingDefinition): string | undefined {
+  const raw = env[definition.env];
+  return raw === undefined || raw === '' ? undefined : raw;
+}
+
+/** Parses the definitions `include` selects (the rest keep their defaults), adding one problem per invalid value. */
+function readVariables(env: Env, include: (definition: SettingDefinition) => boolean, problems: string[]) {
+  const values: Record<string, unknown> = {};
+  for (const [name, definition] of definitionList) {
+    const raw = include(definition) ? rawValue(env, definition) : undefined;
+    values[name] = definition.default;
+    if (raw === undefined) continue;
+    try {
+      values[name] = definition.type.parse(raw, {
+        name: definition.env,
+        shown: definition.secret ? 'a value not shown here (it is a secret)' : JSON.stringify(raw),
+      });
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
   }
-  const parsed = apiKeysSchema.safeParse(raw);
-  if (!parsed.success) {
-    throw new Error(
-      `${source} must map each API key to the resourceIds it may act on, e.g. ${API_KEYS_EXAMPLE}: ${describeZodError(parsed.error)}`,
+  return values as SettingValues;
+}
+
+function gatewayFrom(values: SettingValues, problems: string[]): GatewaySettings {
+  const perSecond = values.rateLimitPerSecond;
+  const burst = values.rateLimitBurst ?? Math.max(1, Math.ceil(perSecond * 2));
+  if (perSecond > 0 && burst === 0) {
+    problems.push(
+      `${definitions.rateLimitBurst.env} must be at least 1 while the rate limit is on. To turn it off, set ${definitions.rateLimitPerSecond.env}=0.`,
     );
   }
-  return parsed.data;
+  return {
+    ...apiKeysFrom(values, problems),
+    rateLimit: { perSecond, burst },
+    maxSubscribersPerThread: values.maxSubscribersPerThread,
+    corsOrigins: values.corsOrigins,
+  };
 }
 
-function corsOrigins(value: string | undefined): string[] {
-  const origins = (value ?? '')
-    .split(',')
-    .map((o) => o.trim())
-    .filter(Boolean);
-  for (const origin of origins) {
-    if (origin !== '*' && !isOrigin(origin)) {
-      throw new Error(
-        `THREADLINE_CORS_ORIGINS: "${origin}" is not an origin. Write scheme://host[:port] without a path, e.g. https://app.example.com, or *.`,
-      );
-    }
+function apiKeysFrom(values: SettingValues, problems: string[]): Pick<GatewaySettings, 'apiKeys' | 'apiKeysSource'> {
+  const inline = definitions.apiKeys.env;
+  const fileVariable = definitions.apiKeysFile.env;
+  const file = values.apiKeysFile;
+  if (values.apiKeys && file) {
+    problems.push(`Set ${inline} or ${fileVariable}, not both.`);
+    return {};
   }
-  return origins;
-}
-
-function isOrigin(value: string): boolean {
+  if (values.apiKeys) return { apiKeys: values.apiKeys, apiKeysSource: inline };
+  if (!file) return {};
+  const source = `${fileVariable} (${file})`;
   try {
-    return new URL(value).origin === value;
-  } catch {
-    return false;
+    return { apiKeys: parseApiKeys(readFileSync(file, 'utf8'), source), apiKeysSource: source };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    problems.push(code ? `${fileVariable}: cannot read "${file}": ${(err as Error).message}` : (err as Error).message);
+    return {};
   }
-}
-
-/** Temporal connection options from the standard Temporal environment variables. */
-export function temporalConnectionOptions(settings: Settings, address: string): ConnectionOptions {
-  const options: ConnectionOptions = { address };
-  if (settings.temporalApiKey) options.apiKey = settings.temporalApiKey;
-  const tls = settings.temporalTls;
-  if (tls || settings.temporalApiKey) {
-    options.tls = {
-      ...(tls?.caPath ? { serverRootCACertificate: readFileSync(tls.caPath) } : {}),
-      ...(tls?.certPath && tls.keyPath
-        ? { clientCertPair: { crt: readFileSync(tls.certPath), key: readFileSync(tls.keyPath) } }
-        : {}),
-    };
-  }
-  return options;
 }

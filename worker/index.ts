@@ -2,14 +2,14 @@
  * The worker side of Threadline: host agents, run thread workflows and their activities.
  */
 import { createRequire } from 'node:module';
-import { NativeConnection, Worker, type NativeConnectionOptions, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { AgentRegistry, type AgentDefinition } from '../agents/agent';
-import { ModelResolver, modelSettingsFromEnv, type ModelSettings } from '../agents/models';
+import { ModelResolver, type ModelSettings } from '../agents/models';
 import type { EventBus } from '../bus/types';
 import { summarizeAgents } from '../agents/summary';
 import type { AgentSummary } from '../protocol/api';
-import { settingsFromEnv, temporalConnectionOptions } from '../config/settings';
+import { DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, DEFAULT_TEMPORAL_ADDRESS } from '../config/settings';
 
 const require = createRequire(import.meta.url);
 
@@ -19,11 +19,17 @@ export const workflowsPath = require.resolve('../workflows/index.ts');
 export interface CreateWorkerOptions {
   agents: AgentDefinition[];
   bus: EventBus;
-  /** An existing connection, or an address to connect to (default: TEMPORAL_ADDRESS or localhost:7233). */
+  /**
+   * An existing connection (with TLS, API key: see `temporalConnectionOptions` in config/), or a plain address to
+   * connect to (default 127.0.0.1:7233). Nothing is read from the environment: the entry points do that.
+   */
   connection?: NativeConnection;
   address?: string;
+  /** Default `default`. */
   namespace?: string;
+  /** Default `threadline`. */
   taskQueue?: string;
+  /** Default: no model settings, so agents without a model of their own use the offline demo model. */
   models?: ModelSettings;
   /** A prebuilt bundle (`bundleWorkflowCode`), to skip bundling at start-up (tests, fast restarts). */
   workflowBundle?: WorkerOptions['workflowBundle'];
@@ -42,18 +48,16 @@ export interface ThreadlineWorker {
 
 export async function createWorker(options: CreateWorkerOptions): Promise<ThreadlineWorker> {
   const agents = new AgentRegistry(options.agents);
-  const modelSettings = options.models ?? modelSettingsFromEnv();
+  const modelSettings = options.models ?? {};
   const models = new ModelResolver(modelSettings);
-  const settings = settingsFromEnv();
-  const address = options.address ?? settings.temporalAddress ?? `127.0.0.1:${settings.temporalPort}`;
   const ownConnection = options.connection
     ? null
-    : await NativeConnection.connect(temporalConnectionOptions(settings, address) as NativeConnectionOptions);
+    : await NativeConnection.connect({ address: options.address ?? DEFAULT_TEMPORAL_ADDRESS });
   const connection = options.connection ?? ownConnection!;
   const worker = await Worker.create({
     connection,
-    namespace: options.namespace ?? settings.temporalNamespace,
-    taskQueue: options.taskQueue ?? settings.temporalTaskQueue,
+    namespace: options.namespace ?? DEFAULT_NAMESPACE,
+    taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
     activities: createActivities({ agents, bus: options.bus, models }),
     // In-flight steps get this long to finish on shutdown; after it they are cancelled and retried elsewhere.

@@ -29,6 +29,8 @@ export interface LocateTemporalCliOptions {
   log?: (line: string) => void;
   /** Build the CLI when it is not found (default true); tests pass false so they never start a 6-minute build. */
   build?: boolean;
+  /** TEMPORAL_CLI, XDG_CACHE_HOME, PATH and the Go build's variables; entry points pass theirs (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** Folder holding the cached binary: `${XDG_CACHE_HOME ?? ~/.cache}/threadline/temporal-1.5.1`. */
@@ -56,7 +58,7 @@ export function temporalCliBuildCommand(
  */
 export async function locateTemporalCli(opts: LocateTemporalCliOptions = {}): Promise<string> {
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const env = process.env;
+  const env = opts.env ?? process.env;
 
   const override = env.TEMPORAL_CLI;
   if (override) {
@@ -218,9 +220,14 @@ function formatElapsed(ms: number): string {
   return minutes ? `${minutes}m${String(seconds % 60).padStart(2, '0')}s` : `${seconds}s`;
 }
 
+/** `npm run temporal:setup` / `threadline temporal:setup`: prints the binary's path, building it on first use. */
+export async function setupTemporalCli(env: NodeJS.ProcessEnv): Promise<void> {
+  console.log(await locateTemporalCli({ env }));
+}
+
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   try {
-    console.log(await locateTemporalCli());
+    await setupTemporalCli(process.env);
   } catch (err) {
     console.error((err as Error).message);
     process.exitCode = 1;

@@ -1,0 +1,360 @@
+/**
+ * Every setting Threadline reads from the environment, in one table: parsing and validation (`./settings`), the
+ * Temporal connection (`./temporal`), `threadline config` and `docs/configuration.md` (`./docs`) are generated from
+ * it. To add a setting: add an entry here, then use its value where `./settings` builds the `Settings` object.
+ */
+import { defaultLimits } from '../protocol/schemas';
+import {
+  custom,
+  decimal,
+  flag,
+  hostPort,
+  modelName,
+  origins,
+  path,
+  text,
+  url,
+  wholeNumber,
+  type ValueType,
+} from './types';
+import { API_KEYS_EXAMPLE, parseApiKeys, type ApiKeys } from './api-keys';
+
+/** The processes that read settings: `npm run worker`, `npm run gateway`, and `npm start` (all of it in one). */
+export type Reader = 'worker' | 'gateway' | 'start';
+export const readers: readonly Reader[] = ['worker', 'gateway', 'start'];
+
+export type Group = 'Model' | 'Gateway' | 'Bus' | 'Temporal' | 'Embedded dev server';
+
+export interface SettingDefinition<T = unknown, V = T | undefined> {
+  env: string;
+  group: Group;
+  type: ValueType<T>;
+  /** The value when the variable is unset or empty. */
+  default?: T;
+  /** The default as the docs state it, when it is computed or not a plain value. */
+  defaultText?: string;
+  description: string;
+  readBy: readonly Reader[];
+  /** Masked by `threadline config`, never quoted in error messages. */
+  secret?: boolean;
+  /** Applied through `@temporalio/envconfig`, which also reads a `temporal.toml` profile; validated here. */
+  temporal?: boolean;
+  /** Type-level only: the parsed value, `T | undefined` unless there is a default. */
+  readonly value?: V;
+}
+
+function optional<T>(definition: Omit<SettingDefinition<T>, 'default' | 'value'>): SettingDefinition<T, T | undefined> {
+  return definition;
+}
+
+function withDefault<T>(
+  definition: Omit<SettingDefinition<T>, 'value'> & { default: T },
+): SettingDefinition<T, T> & { default: T } {
+  return definition;
+}
+
+const ALL: readonly Reader[] = readers;
+const SERVES_HTTP: readonly Reader[] = ['gateway', 'start'];
+const RUNS_AGENTS: readonly Reader[] = ['worker', 'start'];
+const START_ONLY: readonly Reader[] = ['start'];
+
+export const definitions = {
+  model: optional({
+    env: 'MODEL',
+    group: 'Model',
+    type: modelName,
+    defaultText: '`openai/gpt-4o-mini` when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set, else `demo`',
+    description: 'default model of agents that name none: `provider/model` (`openai/…`) or `demo`',
+    readBy: RUNS_AGENTS,
+  }),
+  openaiApiKey: optional({
+    env: 'OPENAI_API_KEY',
+    group: 'Model',
+    type: text,
+    description: 'key for the `openai` provider',
+    readBy: RUNS_AGENTS,
+    secret: true,
+  }),
+  openaiBaseUrl: optional({
+    env: 'OPENAI_BASE_URL',
+    group: 'Model',
+    type: url(['http:', 'https:'], 'http://127.0.0.1:11434/v1'),
+    defaultText: "OpenAI's",
+    description:
+      'any OpenAI-compatible server (Ollama, vLLM, llama.cpp); Threadline uses its chat-completions endpoint',
+    readBy: RUNS_AGENTS,
+  }),
+
+  port: withDefault({
+    env: 'PORT',
+    group: 'Gateway',
+    type: wholeNumber(0, 65535),
+    default: 4111,
+    description: 'gateway port (`0`: any free port)',
+    readBy: SERVES_HTTP,
+  }),
+  host: withDefault({
+    env: 'HOST',
+    group: 'Gateway',
+    type: text,
+    default: '127.0.0.1',
+    description: 'gateway interface (`0.0.0.0` in containers)',
+    readBy: SERVES_HTTP,
+  }),
+  sseKeepAliveMs: withDefault({
+    env: 'THREADLINE_SSE_KEEPALIVE_MS',
+    group: 'Gateway',
+    type: wholeNumber(0),
+    default: 25_000,
+    description: 'SSE `: keep-alive` comment after this much silence, in milliseconds',
+    readBy: SERVES_HTTP,
+  }),
+  apiKeys: optional({
+    env: 'THREADLINE_API_KEYS',
+    group: 'Gateway',
+    type: custom<ApiKeys>(`a JSON map of API key to resourceIds, e.g. ${API_KEYS_EXAMPLE}`, parseApiKeys),
+    defaultText: '— (local development mode)',
+    description:
+      'JSON map of API key → `resourceId`s it may act on (`"*"` = all); unset, every caller may act on every thread',
+    readBy: SERVES_HTTP,
+    secret: true,
+  }),
+  apiKeysFile: optional({
+    env: 'THREADLINE_API_KEYS_FILE',
+    group: 'Gateway',
+    type: path,
+    description: 'path of a file with the same JSON as `THREADLINE_API_KEYS` (set one of them, not both)',
+    readBy: SERVES_HTTP,
+  }),
+  rateLimitPerSecond: withDefault({
+    env: 'THREADLINE_RATE_LIMIT_PER_SECOND',
+    group: 'Gateway',
+    type: decimal(0),
+    default: 200,
+    description: 'requests per second per API key (per client address without keys); `0` = off',
+    readBy: SERVES_HTTP,
+  }),
+  rateLimitBurst: optional({
+    env: 'THREADLINE_RATE_LIMIT_BURST',
+    group: 'Gateway',
+    type: wholeNumber(0),
+    defaultText: 'twice the rate',
+    description: 'requests a caller may send at once after a quiet period (at least 1 while the rate limit is on)',
+    readBy: SERVES_HTTP,
+  }),
+  maxSubscribersPerThread: withDefault({
+    env: 'THREADLINE_MAX_SUBSCRIBERS_PER_THREAD',
+    group: 'Gateway',
+    type: wholeNumber(1),
+    default: 1_000,
+    description: 'open SSE subscriptions one gateway serves for one thread',
+    readBy: SERVES_HTTP,
+  }),
+  maxInputBytes: withDefault({
+    env: 'THREADLINE_MAX_INPUT_BYTES',
+    group: 'Gateway',
+    type: wholeNumber(1),
+    default: defaultLimits.maxInputBytes,
+    defaultText: `\`${defaultLimits.maxInputBytes}\` (${defaultLimits.maxInputBytes / 1024} KiB)`,
+    description: 'largest input (message, signal) JSON the gateway accepts, in bytes; larger ones get 413',
+    readBy: SERVES_HTTP,
+  }),
+  corsOrigins: withDefault({
+    env: 'THREADLINE_CORS_ORIGINS',
+    group: 'Gateway',
+    type: origins,
+    default: [] as string[],
+    defaultText: '— (no CORS headers)',
+    description: 'comma-separated origins browsers may call from (`https://app.example.com`), or `*`',
+    readBy: SERVES_HTTP,
+  }),
+
+  redisUrl: optional({
+    env: 'REDIS_URL',
+    group: 'Bus',
+    type: url(['redis:', 'rediss:'], 'redis://127.0.0.1:6379'),
+    defaultText: '— (in-process bus)',
+    description: 'Redis Streams bus, for workers and gateways in several processes or machines',
+    readBy: ALL,
+    secret: true,
+  }),
+
+  temporalAddress: optional({
+    env: 'TEMPORAL_ADDRESS',
+    group: 'Temporal',
+    type: hostPort,
+    defaultText:
+      "the profile's; else `npm start` starts the embedded dev server, and `worker`/`gateway` use `127.0.0.1:$TEMPORAL_PORT`",
+    description: 'the Temporal server (frontend gRPC address)',
+    readBy: ALL,
+    temporal: true,
+  }),
+  temporalNamespace: withDefault({
+    env: 'TEMPORAL_NAMESPACE',
+    group: 'Temporal',
+    type: text,
+    default: 'default',
+    defaultText: "the profile's, else `default`",
+    description: 'Temporal namespace',
+    readBy: ALL,
+    temporal: true,
+  }),
+  temporalTaskQueue: withDefault({
+    env: 'TEMPORAL_TASK_QUEUE',
+    group: 'Temporal',
+    type: text,
+    default: 'threadline',
+    description: "task queue of thread workflows and activities (Threadline's own setting, not in profiles)",
+    readBy: ALL,
+  }),
+  temporalApiKey: optional({
+    env: 'TEMPORAL_API_KEY',
+    group: 'Temporal',
+    type: text,
+    defaultText: "the profile's",
+    description: 'API key (Temporal Cloud); turns TLS on',
+    readBy: ALL,
+    secret: true,
+    temporal: true,
+  }),
+  temporalTls: optional({
+    env: 'TEMPORAL_TLS',
+    group: 'Temporal',
+    type: flag,
+    defaultText: 'on with an API key or any TLS setting',
+    description: 'TLS to the Temporal server on or off',
+    readBy: ALL,
+    temporal: true,
+  }),
+  temporalTlsClientCertPath: optional({
+    env: 'TEMPORAL_TLS_CLIENT_CERT_PATH',
+    group: 'Temporal',
+    type: path,
+    description: 'client certificate (PEM) for mTLS',
+    readBy: ALL,
+    temporal: true,
+  }),
+  temporalTlsClientKeyPath: optional({
+    env: 'TEMPORAL_TLS_CLIENT_KEY_PATH',
+    group: 'Temporal',
+    type: path,
+    description: 'client private key (PEM) for mTLS',
+    readBy: ALL,
+    temporal: true,
+  }),
+  temporalTlsServerCaCertPath: optional({
+    env: 'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+    group: 'Temporal',
+    type: path,
+    defaultText: 'the system roots',
+    description: "CA certificate (PEM) to verify the server's certificate",
+    readBy: ALL,
+    temporal: true,
+  }),
+  temporalTlsClientCertData: optional({
+    env: 'TEMPORAL_TLS_CLIENT_CERT_DATA',
+    group: 'Temporal',
+    type: text,
+    description: 'the client certificate itself (PEM), instead of its path',
+    readBy: ALL,
+    temporal: true,
+  }),
+  temporalTlsClientKeyData: optional({
+    env: 'TEMPORAL_TLS_CLIENT_KEY_DATA',
+    group: 'Temporal',
+    type: text,
+    description: 'the client private key itself (PEM), instead of its path',
+    readBy: ALL,
+    secret: true,
+    temporal: true,
+  }),
+  temporalTlsServerCaCertData: optional({
+    env: 'TEMPORAL_TLS_SERVER_CA_CERT_DATA',
+    group: 'Temporal',
+    type: text,
+    description: 'the CA certificate itself (PEM), instead of its path',
+    readBy: ALL,
+    temporal: true,
+  }),
+  temporalTlsServerName: optional({
+    env: 'TEMPORAL_TLS_SERVER_NAME',
+    group: 'Temporal',
+    type: text,
+    defaultText: 'the host of the address',
+    description: "server name to verify the server's certificate against (SNI)",
+    readBy: ALL,
+    temporal: true,
+  }),
+  temporalProfile: optional({
+    env: 'TEMPORAL_PROFILE',
+    group: 'Temporal',
+    type: text,
+    defaultText: '`default`',
+    description: 'profile of the Temporal config file to use; environment variables override its fields',
+    readBy: ALL,
+    temporal: true,
+  }),
+  temporalConfigFile: optional({
+    env: 'TEMPORAL_CONFIG_FILE',
+    group: 'Temporal',
+    type: path,
+    defaultText: '`$XDG_CONFIG_HOME/temporalio/temporal.toml` (`~/.config/…` on Linux), if it exists',
+    description: 'the Temporal config file (TOML, as `temporal config` writes it)',
+    readBy: ALL,
+    temporal: true,
+  }),
+
+  temporalCli: optional({
+    env: 'TEMPORAL_CLI',
+    group: 'Embedded dev server',
+    type: path,
+    defaultText: 'the cached build',
+    description: 'path of the `temporal` binary for the embedded dev server',
+    readBy: START_ONLY,
+  }),
+  temporalPort: withDefault({
+    env: 'TEMPORAL_PORT',
+    group: 'Embedded dev server',
+    type: wholeNumber(0, 65535),
+    default: 7233,
+    description: 'embedded dev server gRPC port (`worker` and `gateway` connect to it without an address)',
+    readBy: ALL,
+  }),
+  temporalUiPort: withDefault({
+    env: 'TEMPORAL_UI_PORT',
+    group: 'Embedded dev server',
+    type: wholeNumber(0, 65535),
+    default: 8233,
+    description: 'embedded dev server Web UI port',
+    readBy: START_ONLY,
+  }),
+  dataDir: withDefault({
+    env: 'THREADLINE_DATA_DIR',
+    group: 'Embedded dev server',
+    type: path,
+    default: '.data',
+    description: 'where the embedded dev server keeps its database',
+    readBy: START_ONLY,
+  }),
+  cacheHome: optional({
+    env: 'XDG_CACHE_HOME',
+    group: 'Embedded dev server',
+    type: path,
+    defaultText: '`~/.cache`',
+    description: 'where the Temporal CLI build is cached (`threadline/temporal-<version>` inside it)',
+    readBy: START_ONLY,
+  }),
+} satisfies Record<string, SettingDefinition<unknown, unknown>>;
+
+export type SettingName = keyof typeof definitions;
+
+/** The parsed value of every setting. */
+export type SettingValues = {
+  [K in SettingName]: (typeof definitions)[K] extends SettingDefinition<infer _T, infer V> ? V : never;
+};
+
+/** The table as a list, in its order (the docs' order). */
+export const definitionList: readonly [SettingName, SettingDefinition][] = Object.entries(definitions) as [
+  SettingName,
+  SettingDefinition,
+][];

@@ -1,0 +1,223 @@
+#!/usr/bin/env -S npx tsx
+/**
+ * The `threadline` command (package.json "bin"). Each subcommand is one entry of `commands`: its summary, options,
+ * examples and `run`; parsing, `--help` and exit codes are shared. The environment is read here, once, and the
+ * settings passed down.
+ *
+ * Exit codes: 0 ok, 1 failure (invalid settings, a start-up error), 2 usage error (unknown command or option).
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { readers, type Reader } from '../config/definitions';
+import { maskedSettings, variableRows } from '../config/describe';
+import { isEntryPoint } from '../config/entry';
+import { SettingsError, readSettings, type Settings } from '../config/settings';
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+interface CommandContext {
+  values: Record<string, string | boolean | undefined>;
+  env: NodeJS.ProcessEnv;
+  out: (text: string) => void;
+}
+
+interface Command {
+  summary: string;
+  /** What follows the command name in the usage line, e.g. `[--json]`. */
+  usage?: string;
+  options?: Options;
+  /** Option descriptions for `--help`, by option name. */
+  optionHelp?: Record<string, string>;
+  examples: string[];
+  /** Resolves with an exit code, or with nothing for a server that keeps running until a signal. */
+  run(context: CommandContext): Promise<number | void>;
+}
+
+const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
+
+class UsageError extends Error {}
+
+/** The subcommands. To add one: add an entry (heavy modules imported inside `run`, so `--help` stays fast). */
+const commands: Record<string, Command> = {
+  start: {
+    summary:
+      'The whole stack in one process, as `npm start`: the Temporal dev server (unless a Temporal address is configured), a worker and the gateway.',
+    examples: ['threadline start', 'OPENAI_API_KEY=sk-… MODEL=openai/gpt-4o-mini threadline start'],
+    async run({ env }) {
+      const { startStack } = await import('./start');
+      await startStack(readSettings(env, 'start'), env);
+    },
+  },
+  worker: {
+    summary: "A worker hosting the deployment's agents (agents/served.ts), as `npm run worker`.",
+    examples: ['TEMPORAL_ADDRESS=temporal:7233 REDIS_URL=redis://redis:6379 threadline worker'],
+    async run({ env }) {
+      const { runWorker } = await import('./main');
+      await runWorker(readSettings(env, 'worker'));
+      return EXIT.ok;
+    },
+  },
+  gateway: {
+    summary: 'The HTTP gateway alone, as `npm run gateway`; it lists the agents workers announce on the bus.',
+    examples: ['TEMPORAL_ADDRESS=temporal:7233 REDIS_URL=redis://redis:6379 HOST=0.0.0.0 threadline gateway'],
+    async run({ env }) {
+      const { runGateway } = await import('../gateway/main');
+      await runGateway(readSettings(env, 'gateway'));
+    },
+  },
+  'temporal:setup': {
+    summary:
+      'Print the path of the Temporal CLI the dev server runs, building it from the Go module proxy first if needed (~5-10 min, once).',
+    examples: ['threadline temporal:setup'],
+    async run({ env }) {
+      const { setupTemporalCli } = await import('./temporal-cli');
+      await setupTemporalCli(env);
+      return EXIT.ok;
+    },
+  },
+  config: {
+    summary:
+      'Print the settings a process would run with, from the environment and the Temporal profile; secrets masked.',
+    usage: '[--for worker|gateway|start] [--json]',
+    options: { json: { type: 'boolean' }, for: { type: 'string' } },
+    optionHelp: {
+      '--for <process>':
+        'The process whose settings to resolve: worker, gateway or start (default: start, all of them).',
+      '--json': 'One JSON object: { for, settings, variables }.',
+    },
+    examples: ['threadline config', 'TEMPORAL_PROFILE=prod threadline config --for worker --json'],
+    async run({ values, env, out }) {
+      const reader = (values.for ?? 'start') as Reader;
+      if (!readers.includes(reader)) {
+        throw new UsageError(`--for must be one of ${readers.join(', ')}, got "${String(values.for)}".`);
+      }
+      const settings = readSettings(env, reader);
+      const variables = variableRows(env, settings);
+      if (values.json) {
+        out(JSON.stringify({ for: reader, settings: maskedSettings(settings), variables }, null, 2));
+      } else {
+        const { defaultModelName } = await import('../agents/models');
+        out(describeConfig(settings, variables, defaultModelName(settings.models)));
+      }
+      return EXIT.ok;
+    },
+  },
+};
+
+function describeConfig(settings: Settings, variables: ReturnType<typeof variableRows>, model: string): string {
+  const width = Math.max(...variables.map((v) => v.name.length));
+  const shown = (value: string | null) => value ?? '—';
+  const valueWidth = Math.min(40, Math.max(...variables.map((v) => shown(v.value).length)));
+  const { temporal } = settings;
+  const server = temporal.address
+    ? `${temporal.address} (${temporal.addressSource})`
+    : settings.reader === 'start'
+      ? `none configured: the embedded dev server on 127.0.0.1:${settings.devServer.port}`
+      : `none configured: 127.0.0.1:${settings.devServer.port}`;
+  const tls = temporal.tls === undefined || temporal.tls === false ? 'off' : 'on';
+  return [
+    `Settings of \`threadline ${settings.reader}\` (secrets masked):`,
+    '',
+    ...variables.map((v) => `  ${v.name.padEnd(width)}  ${shown(v.value).padEnd(valueWidth)}  (${v.source})`),
+    '',
+    `Temporal: ${server}, namespace ${temporal.namespace}, task queue ${temporal.taskQueue}, TLS ${tls}` +
+      (temporal.configFile ? `; profile "${temporal.profile}" of ${temporal.configFile}` : '; no config file'),
+    ...(settings.reader === 'gateway' ? [] : [`Model: ${model}${model === 'demo' ? ' (the offline demo model)' : ''}`]),
+  ].join('\n');
+}
+
+function mainHelp(): string {
+  const width = Math.max(...Object.keys(commands).map((name) => name.length));
+  return [
+    'threadline: durable conversation threads for AI agents, on Temporal.',
+    '',
+    'Usage: threadline <command> [options]',
+    '       threadline <command> --help',
+    '',
+    'Commands:',
+    ...Object.entries(commands).map(([name, command]) => `  ${name.padEnd(width)}  ${command.summary}`),
+    '',
+    'Options:',
+    '  -h, --help  Show this help, or a command’s.',
+    '',
+    'Examples:',
+    ...Object.values(commands).flatMap((command) => command.examples.slice(0, 1).map((e) => `  ${e}`)),
+    '',
+    'Settings come from environment variables (and a temporal.toml profile for Temporal): docs/configuration.md,',
+    'or `threadline config` for the values in effect.',
+    '',
+    'Exit codes: 0 ok, 1 failure (invalid settings, a start-up error), 2 usage error (unknown command or option).',
+  ].join('\n');
+}
+
+function commandHelp(name: string, command: Command): string {
+  const options = Object.entries(command.optionHelp ?? {});
+  const width = Math.max(10, ...options.map(([flag]) => flag.length));
+  return [
+    `Usage: threadline ${name}${command.usage ? ` ${command.usage}` : ''}`,
+    '',
+    command.summary,
+    '',
+    'Options:',
+    ...options.map(([flag, text]) => `  ${flag.padEnd(width)}  ${text}`),
+    `  ${'-h, --help'.padEnd(width)}  Show this help.`,
+    '',
+    'Examples:',
+    ...command.examples.map((example) => `  ${example}`),
+  ].join('\n');
+}
+
+/** Runs the command line `args`; resolves with the exit code, or `undefined` while a server keeps running. */
+export async function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  io: { out: (text: string) => void; err: (text: string) => void },
+): Promise<number | undefined> {
+  const [name, ...rest] = args;
+  try {
+    if (name === undefined) {
+      io.err(mainHelp());
+      return EXIT.usage;
+    }
+    if (name === '--help' || name === '-h' || name === 'help') {
+      io.out(mainHelp());
+      return EXIT.ok;
+    }
+    const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
+    if (!command) {
+      throw new UsageError(`Unknown command "${name}". Commands: ${Object.keys(commands).join(', ')}.`);
+    }
+    let values: CommandContext['values'];
+    try {
+      ({ values } = parseArgs({
+        args: rest,
+        options: { ...command.options, help: { type: 'boolean', short: 'h' } },
+        strict: true,
+        allowPositionals: false,
+      }));
+    } catch (err) {
+      throw new UsageError(`${(err as Error).message.replace(/\.?$/, '.')} See \`threadline ${name} --help\`.`);
+    }
+    if (values.help) {
+      io.out(commandHelp(name, command));
+      return EXIT.ok;
+    }
+    const code = await command.run({ values, env, out: io.out });
+    return code ?? undefined;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`threadline: ${err.message}`);
+      return EXIT.usage;
+    }
+    io.err(err instanceof SettingsError ? err.message : `threadline ${name}: ${(err as Error)?.message ?? err}`);
+    return EXIT.failure;
+  }
+}
+
+if (isEntryPoint(import.meta.url)) {
+  const code = await runCli(process.argv.slice(2), process.env, {
+    out: (text) => console.log(text),
+    err: (text) => console.error(text),
+  });
+  // A server keeps running (undefined); a finished command exits with its code even if a handle is still open.
+  if (code !== undefined) process.exit(code);
+}
