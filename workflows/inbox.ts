@@ -1,6 +1,6 @@
 /**
  * The notification inbox (SPEC §4.1, §4.4) as plain data and pure functions: records, coalescing, filters and
- * paging, the summary line. Routing the signals they become is the thread's job (`thread-state.ts`).
+ * paging, the summary line. Routing the signals they become is the thread's job (`state/notifications.ts`).
  */
 import type { Attributes, NotificationPriority, NotificationStatus, ParsedNotification } from '../protocol/schemas';
 import { priorityRank } from './delivery-policy';

@@ -58,7 +58,7 @@ import {
   type NotificationSettings,
   type ToolWait,
   type ThreadSnapshot,
-} from './thread-state';
+} from './state';
 import { resolveThreadConfig } from '../protocol/thread-config';
 import { type StepPlan } from '../protocol/step';
 

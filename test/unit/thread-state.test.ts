@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ThreadInput } from '../../protocol/schemas';
 import type { StoredMessage } from '../../protocol/messages';
-import { emptySnapshot, selectWindow, ThreadState } from '../../workflows/thread-state';
+import { emptySnapshot, selectWindow, ThreadState } from '../../workflows/state';
 import { resolveThreadConfig, type ThreadConfigInput } from '../../protocol/thread-config';
 
 function thread(config: ThreadConfigInput = {}) {

@@ -1,0 +1,88 @@
+/**
+ * The stored conversation: inputs, assistant steps and tool results, bounded by `maxStoredMessages`, and the window
+ * of it the model sees.
+ */
+import type {
+  ContextWindowConfig,
+  InputMessage,
+  StoredMessage,
+  ToolMessage,
+  ToolResultPart,
+} from '../../protocol/messages';
+import type { StepPlan } from '../../protocol/step';
+import type { ThreadConfig } from '../../protocol/thread-config';
+import type { PendingInput, ThreadClock, ThreadSnapshot } from './snapshot';
+
+export class Conversation {
+  constructor(
+    private readonly s: ThreadSnapshot,
+    private readonly config: ThreadConfig,
+    private readonly clock: ThreadClock,
+  ) {}
+
+  get messages(): readonly StoredMessage[] {
+    return this.s.messages;
+  }
+
+  /** Stores a message; beyond `maxStoredMessages` the oldest leave. */
+  append(message: StoredMessage): void {
+    this.s.messages.push(message);
+    const excess = this.s.messages.length - this.config.maxStoredMessages;
+    if (excess > 0) this.s.messages.splice(0, excess);
+  }
+
+  /** Stores an accepted input as its own turn. */
+  store(accepted: PendingInput, runId: string | undefined): InputMessage {
+    const message = toInputMessage(accepted, runId);
+    this.append(message);
+    return message;
+  }
+
+  recordToolResults(plan: Pick<StepPlan, 'stepKey' | 'runId'>, results: ToolResultPart[]): void {
+    if (results.length === 0) return;
+    const message: ToolMessage = {
+      id: `t:${plan.stepKey}`,
+      role: 'tool',
+      runId: plan.runId,
+      content: results,
+      at: this.clock.now(),
+    };
+    this.append(message);
+  }
+}
+
+/** An accepted input as the conversation stores it. */
+export function toInputMessage(accepted: PendingInput, runId: string | undefined): InputMessage {
+  const { input } = accepted;
+  const message: InputMessage = {
+    id: input.id,
+    role: 'user',
+    type: input.type,
+    contents: input.contents,
+    at: accepted.acceptedAt,
+  };
+  if (input.tagName !== undefined) message.tagName = input.tagName;
+  if (input.attributes !== undefined) message.attributes = input.attributes;
+  if (input.metadata !== undefined) message.metadata = input.metadata;
+  if (input.providerOptions !== undefined) message.providerOptions = input.providerOptions;
+  if (runId !== undefined) message.runId = runId;
+  return message;
+}
+
+/**
+ * The newest messages within the window's count and byte budget. Never starts on a tool result (its tool call
+ * would be missing, which providers reject).
+ */
+export function selectWindow(messages: readonly StoredMessage[], window: ContextWindowConfig): StoredMessage[] {
+  let start = Math.max(0, messages.length - window.maxMessages);
+  let bytes = 0;
+  for (let i = messages.length - 1; i >= start; i--) {
+    bytes += JSON.stringify(messages[i]).length;
+    if (bytes > window.maxBytes && i < messages.length - 1) {
+      start = i + 1;
+      break;
+    }
+  }
+  while (start < messages.length && messages[start].role === 'tool') start++;
+  return messages.slice(start);
+}

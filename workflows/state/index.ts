@@ -1,0 +1,17 @@
+export { ThreadState } from './thread';
+export { emptySnapshot } from './snapshot';
+export type {
+  NotificationSettings,
+  OutboxEvent,
+  ParkedToolCall,
+  PendingInput,
+  QueuedRun,
+  RememberedBatch,
+  RunState,
+  StepOptions,
+  ThreadClock,
+  ThreadSnapshot,
+  ToolWait,
+} from './snapshot';
+export { DEFAULT_DECLINE_REASON } from './approvals';
+export { selectWindow, toInputMessage } from './conversation';
