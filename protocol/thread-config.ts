@@ -3,7 +3,7 @@
  * carried across continue-as-new, so every execution of a thread runs with the settings it was created with.
  */
 import type { ContextWindowConfig } from './messages';
-import { defaultLimits } from './schemas';
+import { defaultLimits } from './vocabulary';
 
 export interface ThreadConfig {
   /** Continue-as-new once history reaches this many events (Temporal also suggests it at 4,096 / 4 MB). */

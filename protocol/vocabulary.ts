@@ -1,0 +1,57 @@
+/**
+ * The wire's names and limits: enum values, the XML name rule, size limits and the messages that name them. Plain
+ * data, no zod: the thread workflow loads this (through validate.ts and thread-config.ts) in every workflow context,
+ * while schemas.ts builds its zod schemas from the same constants and re-exports them.
+ */
+
+export const XML_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
+
+export const defaultLimits = {
+  /** Bytes of one input's JSON (message, signal, notification). */
+  maxInputBytes: 256 * 1024,
+  maxAttributes: 32,
+  maxIdLength: 256,
+  /** Queued runs waiting behind the active one. */
+  maxQueueLength: 100,
+  /** Inputs waiting for the next step boundary of the active run. */
+  maxPendingInputs: 500,
+};
+
+export function invalidTagNameMessage(name: string): string {
+  return `Invalid signal XML tag name: ${name}. Use letters, digits, _ . - and start with a letter or _.`;
+}
+export function invalidAttributeNameMessage(name: string): string {
+  return `Invalid signal XML attribute name: ${name}. Use letters, digits, _ . - and start with a letter or _.`;
+}
+
+export const activeBehaviors = ['deliver', 'persist', 'discard', 'interrupt'] as const;
+export const idleBehaviors = ['wake', 'persist', 'discard'] as const;
+export type ActiveBehavior = (typeof activeBehaviors)[number];
+export type IdleBehavior = (typeof idleBehaviors)[number];
+
+export const signalTypes = ['user', 'reactive', 'notification', 'state'] as const;
+export type SignalType = (typeof signalTypes)[number];
+
+export const stateModes = ['snapshot', 'delta'] as const;
+export type StateMode = (typeof stateModes)[number];
+
+export const notificationPriorities = ['urgent', 'high', 'medium', 'low'] as const;
+export type NotificationPriority = (typeof notificationPriorities)[number];
+export const notificationStatuses = [
+  'pending',
+  'delivered',
+  'seen',
+  'dismissed',
+  'archived',
+  'discarded',
+  'failed',
+] as const;
+export type NotificationStatus = (typeof notificationStatuses)[number];
+
+/** At most this many notifications in one send. */
+export const MAX_NOTIFICATIONS_PER_SEND = 100;
+
+export const notificationStatusChanges = ['seen', 'dismiss', 'archive'] as const;
+
+/** The inbox tool's actions (SPEC §4.4). */
+export const inboxToolActions = ['list', 'read', 'markSeen', 'dismiss', 'archive', 'search'] as const;
