@@ -16,21 +16,22 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { z } from 'zod';
 import type { createActivities } from '../activities';
+import type { NotificationBatch, ThreadInput } from '../protocol/schemas';
+// Not the zod schemas: every workflow context evaluates its modules, and zod costs tens of milliseconds there.
 import {
-  abortRequestSchema,
-  cancelQueuedRequestSchema,
-  describeZodError,
-  inboxToolInputSchema,
-  notificationBatchSchema,
-  notificationQuerySchema,
-  notificationStatusRequestSchema,
-  threadInputSchema,
-  toolApprovalSchema,
-  type NotificationBatch,
-  type ThreadInput,
-} from '../protocol/schemas';
+  describeIssues,
+  validateAbortRequest,
+  validateCancelQueuedRequest,
+  validateInboxToolInput,
+  validateNotificationBatch,
+  validateNotificationQuery,
+  validateNotificationStatusRequest,
+  validateThreadInput,
+  validateToolApproval,
+  type PayloadIssue,
+  type PayloadValidator,
+} from '../protocol/validate';
 import {
   abortThreadUpdate,
   approveToolUpdate,
@@ -127,9 +128,9 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
   // Signals never throw: a bad payload is logged and dropped, the thread untouched.
   const onSignal = (name: string) => (raw: unknown) => {
     signalsSeen += 1;
-    const parsed = threadInputSchema.safeParse(raw);
+    const parsed = validateThreadInput(raw);
     if (!parsed.success) {
-      log.warn(`Dropped invalid ${name} payload`, { error: describeZodError(parsed.error) });
+      log.warn(`Dropped invalid ${name} payload`, { error: describeIssues(parsed.issues) });
       return;
     }
     const input = withDelivery(parsed.data, name);
@@ -155,7 +156,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     {
       validator: (raw) =>
         refuseWith(() => {
-          validateControl(threadInputSchema, raw);
+          validateControl(validateThreadInput, raw);
           thread.validate(raw);
         }),
     },
@@ -166,7 +167,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       updatesSeen += 1;
       return thread.requestAbort(request?.clearPendingSignals === true);
     },
-    { validator: (request) => refuseWith(() => validateControl(abortRequestSchema, request)) },
+    { validator: (request) => refuseWith(() => validateControl(validateAbortRequest, request)) },
   );
   setHandler(
     cancelQueuedUpdate,
@@ -174,7 +175,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       updatesSeen += 1;
       return { cancelledSignalIds: thread.cancelQueued(request.signalIds) };
     },
-    { validator: (request) => refuseWith(() => validateControl(cancelQueuedRequestSchema, request)) },
+    { validator: (request) => refuseWith(() => validateControl(validateCancelQueuedRequest, request)) },
   );
   setHandler(
     approveToolUpdate,
@@ -185,7 +186,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     {
       validator: (raw) =>
         refuseWith(() => {
-          validateControl(toolApprovalSchema, raw);
+          validateControl(validateToolApproval, raw);
           thread.validateApproval(raw);
         }),
     },
@@ -215,16 +216,16 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     {
       validator: (raw) =>
         refuseWith(() => {
-          validateControl(notificationBatchSchema, raw);
+          validateControl(validateNotificationBatch, raw);
           thread.validateNotifications(raw);
         }),
     },
   );
   setHandler(sendNotificationSignal, async (raw) => {
     signalsSeen += 1;
-    const parsed = notificationBatchSchema.safeParse(raw);
+    const parsed = validateNotificationBatch(raw);
     if (!parsed.success) {
-      log.warn('Dropped invalid sendNotification payload', { error: describeZodError(parsed.error) });
+      log.warn('Dropped invalid sendNotification payload', { error: describeIssues(parsed.issues) });
       return;
     }
     try {
@@ -244,14 +245,14 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     {
       validator: (raw) =>
         refuseWith(() => {
-          validateControl(notificationStatusRequestSchema, raw);
+          validateControl(validateNotificationStatusRequest, raw);
           thread.validateStatusChange(raw);
         }),
     },
   );
   setHandler(notificationsQuery, (raw) => {
-    const parsed = notificationQuerySchema.safeParse(raw ?? {});
-    if (!parsed.success) throw invalidInput(parsed.error);
+    const parsed = validateNotificationQuery(raw ?? {});
+    if (!parsed.success) throw invalidInput(parsed.issues);
     return refuseWith(() => thread.listNotifications(parsed.data));
   });
   setHandler(threadStateQuery, () => thread.view());
@@ -327,8 +328,8 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
 
   /** The inbox tool works on the thread's own state, so the workflow runs it: no activity, no race. */
   const runInboxTool = (plan: ToolStep, call: ToolCall): ToolResultPart => {
-    const parsed = inboxToolInputSchema.safeParse(call.input);
-    if (!parsed.success) return toolError(plan, call, `Invalid input: ${describeZodError(parsed.error)}`);
+    const parsed = validateInboxToolInput(call.input);
+    if (!parsed.success) return toolError(plan, call, `Invalid input: ${describeIssues(parsed.issues)}`);
     try {
       const output = thread.inboxTool(parsed.data);
       const result: ToolResultPart = {
@@ -536,13 +537,13 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
 }
 
 /** Update validators refuse with a typed failure: the update is refused and never reaches history. */
-function validateControl(schema: z.ZodType, raw: unknown): void {
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) throw invalidInput(parsed.error);
+function validateControl(validate: PayloadValidator<unknown>, raw: unknown): void {
+  const parsed = validate(raw);
+  if (!parsed.success) throw invalidInput(parsed.issues);
 }
 
-function invalidInput(error: z.ZodError): ApplicationFailure {
-  const issues = describeZodError(error);
+function invalidInput(found: readonly PayloadIssue[]): ApplicationFailure {
+  const issues = describeIssues(found);
   return ApplicationFailure.create({
     type: 'InvalidInput',
     message: `Invalid input: ${issues}`,
