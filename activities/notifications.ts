@@ -1,6 +1,6 @@
 /**
  * The user-code part of notification delivery: an agent's `decide()` callback (SPEC §4.2, first in precedence).
- * Runs as a local activity; what it answers is recorded, so the workflow replays without calling it again.
+ * Runs as a regular activity; what it answers is recorded, so the workflow replays without calling it again.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { deliveryActions, type NotificationInput } from '../protocol/schemas';

@@ -1,6 +1,6 @@
 /**
  * The thread workflow's public surface: every signal, update and query, one constant each.
- * Wire names are documented in the README ("Signalling a thread from any Temporal client") and versioned with the
+ * Wire names are documented in docs/temporal-wire-format.md and versioned with the
  * payload schema in `schemas.ts`.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
