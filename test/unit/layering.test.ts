@@ -8,7 +8,7 @@ import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
 
 const root = join(import.meta.dirname, '../..');
-const layeringRules = new Set(['import-x/no-restricted-paths', 'no-restricted-imports']);
+const layeringRules = new Set(['import-x/no-restricted-paths', 'no-restricted-imports', 'import-x/no-cycle']);
 
 const eslint = new ESLint({
   cwd: root,
@@ -17,8 +17,12 @@ const eslint = new ESLint({
   ruleFilter: ({ ruleId }) => layeringRules.has(ruleId),
 });
 
-async function lintProbe(folder: string, source: string): Promise<{ rule: string | null; message: string }[]> {
-  const [result] = await eslint.lintText(source, { filePath: join(root, folder, '__lint_probe__.ts') });
+async function lintProbe(
+  folder: string,
+  source: string,
+  name = '__lint_probe__.ts',
+): Promise<{ rule: string | null; message: string }[]> {
+  const [result] = await eslint.lintText(source, { filePath: join(root, folder, name) });
   return result.messages.map((m) => ({ rule: m.ruleId, message: m.message }));
 }
 
@@ -104,6 +108,17 @@ describe('the layering fence', () => {
 
     expect(asValue).toEqual([{ rule: 'no-restricted-imports', message: expect.stringContaining('as types only') }]);
     expect(asType).toEqual([]);
+  });
+
+  it('reports an import cycle (the rules resolve and parse .ts modules)', async () => {
+    // client/connect.ts imports ./inputs; this version of client/inputs.ts imports it back.
+    const messages = await lintProbe(
+      'client',
+      `import { connect } from './connect';\nexport { connect };\n`,
+      'inputs.ts',
+    );
+
+    expect(messages).toEqual([{ rule: 'import-x/no-cycle', message: expect.stringContaining('Dependency cycle') }]);
   });
 
   it('accepts imports that point down', async () => {
