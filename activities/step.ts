@@ -14,6 +14,7 @@ import { type StepPlan } from '../protocol/step';
 import type { AssistantPart, InputMessage, StepResult, StoredMessage, ToolCall } from '../protocol/messages';
 import type { AgentDefinition, AgentRegistry, Processor } from '../agents/agent';
 import type { ModelResolver } from '../agents/models';
+import { isValidationError } from '../protocol/errors';
 import { boundedDownload } from './download';
 import { toModelMessages } from './prompt';
 import { OrderedPublisher } from './publisher';
@@ -322,5 +323,7 @@ function toFailure(err: unknown): Error {
       ? ApplicationFailure.retryable(message, 'ModelCallFailed')
       : ApplicationFailure.nonRetryable(message, 'ModelCallRejected');
   }
+  // An unknown model or provider (the agent's configuration) fails the same way on every attempt: no retries.
+  if (isValidationError(err)) return ApplicationFailure.nonRetryable(err.message, 'ModelNotFound');
   return err instanceof Error ? err : new Error(String(err));
 }
