@@ -100,6 +100,17 @@ export {
 } from './definitions';
 export { WORKFLOW_ID_PREFIX, parseThreadKey, threadKey } from './ids';
 export {
+  agentSearchAttribute,
+  lastInputAtSearchAttribute,
+  openNotificationsSearchAttribute,
+  pendingApprovalsSearchAttribute,
+  resourceSearchAttribute,
+  statusSearchAttribute,
+  threadSearchAttributes,
+  type SearchAttributeKey,
+  type ThreadStatus,
+} from './search-attributes';
+export {
   THREAD_WORKFLOW_TYPE,
   defaultThreadConfig,
   type ThreadConfig,

@@ -71,6 +71,7 @@ export class Inputs {
   route(input: ThreadInput): InputResult {
     const { run } = this.s;
     const at = this.clock.now();
+    this.s.lastInputAt = at;
     if (run) {
       const attributes = mergeAttributes(input.attributes, input.ifActive?.attributes);
       const accepted: PendingInput = { input: { ...input, attributes }, acceptedAt: at };

@@ -83,6 +83,8 @@ export interface ThreadSnapshot {
   decidedToolCalls: string[];
   /** The notification inbox. */
   inbox: NotificationRecord[];
+  /** When the thread last accepted an input (a message, a signal, a delivered notification); null before the first. */
+  lastInputAt: number | null;
 }
 
 /** A notification send as remembered for idempotency: small, so a long inbox history fits continue-as-new. */
@@ -140,5 +142,6 @@ export function emptySnapshot(resourceId: string, threadId: string): ThreadSnaps
     lanes: {},
     decidedToolCalls: [],
     inbox: [],
+    lastInputAt: null,
   };
 }

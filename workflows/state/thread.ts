@@ -88,6 +88,11 @@ export class ThreadState {
     return this.s.queue;
   }
 
+  /** When the thread last accepted an input; null before the first. */
+  get lastInputAt(): number | null {
+    return this.s.lastInputAt;
+  }
+
   get outboxSize(): number {
     return this.outbox.size;
   }
