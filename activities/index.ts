@@ -10,6 +10,7 @@ import type { NotificationInput } from '../protocol/schemas';
 import type { ConfiguredDecision } from '../protocol/agent-profile';
 import type { AgentProfile } from '../protocol/agent-profile';
 import type { ModelResolver } from '../agents/models';
+import { observePublishLag } from '../observability';
 import { runStep, type StepInput } from './step';
 import { runTool, type ToolInput } from './tool';
 
@@ -40,6 +41,8 @@ export const createActivities = (deps: ActivityDeps) => ({
   /** Workflow-decided events (run start/finish, echoes of persisted inputs, queue changes). Idempotent by key. */
   async publishEvents(threadKey: string, events: EventDraft[]): Promise<void> {
     await deps.bus.publish(threadKey, events);
+    // `at` is the workflow's time of the decision: the lag includes scheduling this activity.
+    observePublishLag('workflow', events);
   },
 });
 

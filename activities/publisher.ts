@@ -5,6 +5,7 @@
  */
 import type { EventBus } from '../bus/types';
 import type { EventDraft, ThreadEventType } from '../protocol/events';
+import { observePublishLag } from '../observability';
 
 export class OrderedPublisher {
   private buffer: EventDraft[] = [];
@@ -36,6 +37,7 @@ export class OrderedPublisher {
         const batch = this.buffer;
         this.buffer = [];
         await this.bus.publish(this.threadKey, batch);
+        observePublishLag('step', batch);
       }
     } catch (err) {
       this.failure = err;

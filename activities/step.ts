@@ -15,6 +15,7 @@ import type { AssistantPart, InputMessage, StepResult, StoredMessage, ToolCall }
 import type { AgentDefinition, AgentRegistry, Processor } from '../agents/agent';
 import type { ModelResolver } from '../agents/models';
 import { isValidationError } from '../protocol/errors';
+import { metrics } from '../observability';
 import { boundedDownload } from './download';
 import { toModelMessages } from './prompt';
 import { OrderedPublisher } from './publisher';
@@ -51,10 +52,27 @@ function toolSchemas(agent: AgentDefinition): ToolSet {
   return tools;
 }
 
+/** Runs one step, counted in `threadline_steps_total` by outcome and timed in `threadline_step_duration_seconds`. */
 export async function runStep(deps: StepDeps, input: StepInput): Promise<StepResult> {
-  const ctx = Context.current();
   const agent = deps.agents.get(input.agentId);
   if (!agent) throw unknownAgent(input.agentId);
+  const started = performance.now();
+  let outcome = 'failed';
+  try {
+    const result = await step(deps, agent, input, started);
+    outcome = 'completed';
+    return result;
+  } catch (err) {
+    if (err instanceof CancelledFailure) outcome = 'cancelled';
+    throw err;
+  } finally {
+    metrics.steps.inc({ agent: agent.id, outcome });
+    metrics.stepDuration.observe({ agent: agent.id }, (performance.now() - started) / 1000);
+  }
+}
+
+async function step(deps: StepDeps, agent: AgentDefinition, input: StepInput, started: number): Promise<StepResult> {
+  const ctx = Context.current();
   const attempt = ctx.info.attempt;
   const out = new OrderedPublisher(deps.bus, input.threadKey, `s:${input.stepKey}:${attempt}`, input.runId);
   // A retried step announces itself first, so subscribers drop the partial output of the failed attempt.
@@ -71,6 +89,7 @@ export async function runStep(deps: StepDeps, input: StepInput): Promise<StepRes
   let finishReason = 'unknown';
   let usage: StepResult['usage'] = {};
   let streamError: unknown = null;
+  let firstToken = false;
   try {
     const options = input.streamOptions;
     const result = streamText({
@@ -98,6 +117,10 @@ export async function runStep(deps: StepDeps, input: StepInput): Promise<StepRes
           break;
         }
         case 'text-delta': {
+          if (!firstToken) {
+            firstToken = true;
+            metrics.firstToken.observe({ agent: agent.id }, (performance.now() - started) / 1000);
+          }
           const entry = texts.get(`t:${part.id}`);
           if (entry) entry.text += part.text;
           out.push('text-delta', { id: part.id, text: part.text });
@@ -182,7 +205,9 @@ async function markApprovals(agent: AgentDefinition, input: StepInput, calls: To
           })
         : false;
     }
-    if (required) call.approval = tool.approvalTimeoutMs !== undefined ? { timeoutMs: tool.approvalTimeoutMs } : {};
+    if (!required) continue;
+    call.approval = tool.approvalTimeoutMs !== undefined ? { timeoutMs: tool.approvalTimeoutMs } : {};
+    metrics.approvalsRequested.inc({ agent: agent.id, tool: call.toolName });
   }
 }
 

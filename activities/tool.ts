@@ -7,6 +7,7 @@ import { CancelledFailure } from '@temporalio/common';
 import type { EventBus } from '../bus/types';
 import type { ToolCall, ToolResultPart } from '../protocol/messages';
 import type { AgentRegistry } from '../agents/agent';
+import { metrics, observePublishLag } from '../observability';
 import { unknownAgent } from './step';
 
 export interface ToolInput {
@@ -61,20 +62,24 @@ export async function runTool(deps: ToolDeps, input: ToolInput): Promise<ToolRes
       // no second one. (On worker shutdown the result above stands.)
       const gone = ctx.cancellationDetails;
       if (gone?.cancelRequested || gone?.timedOut || gone?.notFound) {
+        metrics.toolCalls.inc({ agent: agent.id, tool: call.toolName, outcome: 'cancelled' });
         throw new CancelledFailure('The tool call was cancelled.');
       }
     }
   }
+  // Unknown names come from the model: one label for all of them keeps the series bounded.
+  const toolLabel = tool ? call.toolName : '(unknown)';
+  metrics.toolCalls.inc({ agent: agent.id, tool: toolLabel, outcome: result.isError ? 'error' : 'ok' });
   // Keyed by the activity, not the call id: providers may repeat call ids, and a retried attempt reuses its key.
   const { activityId, workflowExecution } = Context.current().info;
-  await deps.bus.publish(input.threadKey, [
-    {
-      key: `tool:${workflowExecution?.runId}:${activityId}`,
-      runId: input.runId,
-      type: 'tool-result',
-      payload: result,
-      at: Date.now(),
-    },
-  ]);
+  const event = {
+    key: `tool:${workflowExecution?.runId}:${activityId}`,
+    runId: input.runId,
+    type: 'tool-result' as const,
+    payload: result,
+    at: Date.now(),
+  };
+  await deps.bus.publish(input.threadKey, [event]);
+  observePublishLag('tool', [event]);
   return result;
 }

@@ -174,6 +174,12 @@ export class RedisBus implements EventBus {
     return Object.values(all).map((json) => JSON.parse(json) as AgentSummary);
   }
 
+  async ping(): Promise<void> {
+    // Commands wait in ioredis's offline queue while it reconnects: answer at once that the server is not reachable.
+    if (this.client.status !== 'ready') throw new Error(`not connected (connection ${this.client.status})`);
+    await this.client.ping();
+  }
+
   async close(): Promise<void> {
     this.closing.abort();
     if (this.client.status === 'ready') await this.client.quit().catch(() => this.client.disconnect());

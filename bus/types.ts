@@ -48,6 +48,11 @@ export interface EventBus {
    */
   announceAgents(agents: readonly AgentSummary[]): Promise<void>;
   agents(): Promise<AgentSummary[]>;
+  /**
+   * Resolves when the server the bus depends on answers, rejects with why not (readiness checks). Buses without a
+   * server (in-process) leave it out.
+   */
+  ping?(): Promise<void>;
 }
 
 export interface BusRetention {

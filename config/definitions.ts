@@ -11,19 +11,22 @@ import {
   hostPort,
   modelName,
   origins,
+  oneOf,
   path,
+  portOrOff,
   text,
   url,
   wholeNumber,
   type ValueType,
 } from './types';
+import { logLevels, type LogLevel } from '../observability/logger';
 import { API_KEYS_EXAMPLE, parseApiKeys, type ApiKeys } from './api-keys';
 
 /** The processes that read settings: `npm run worker`, `npm run gateway`, and `npm start` (all of it in one). */
 export type Reader = 'worker' | 'gateway' | 'start';
 export const readers: readonly Reader[] = ['worker', 'gateway', 'start'];
 
-export type Group = 'Model' | 'Gateway' | 'Bus' | 'Temporal' | 'Embedded dev server';
+export type Group = 'Model' | 'Gateway' | 'Bus' | 'Temporal' | 'Embedded dev server' | 'Observability';
 
 export interface SettingDefinition<T = unknown, V = T | undefined> {
   env: string;
@@ -57,6 +60,7 @@ const ALL: readonly Reader[] = readers;
 const SERVES_HTTP: readonly Reader[] = ['gateway', 'start'];
 const RUNS_AGENTS: readonly Reader[] = ['worker', 'start'];
 const START_ONLY: readonly Reader[] = ['start'];
+const WORKER_ONLY: readonly Reader[] = ['worker'];
 
 export const definitions = {
   model: optional({
@@ -98,8 +102,9 @@ export const definitions = {
     group: 'Gateway',
     type: text,
     default: '127.0.0.1',
-    description: 'gateway interface (`0.0.0.0` in containers)',
-    readBy: SERVES_HTTP,
+    description:
+      "interface the gateway listens on, and the worker's health and metrics listener (`0.0.0.0` in containers)",
+    readBy: ALL,
   }),
   sseKeepAliveMs: withDefault({
     env: 'THREADLINE_SSE_KEEPALIVE_MS',
@@ -343,6 +348,25 @@ export const definitions = {
     defaultText: '`~/.cache`',
     description: 'where the Temporal CLI build is cached (`threadline/temporal-<version>` inside it)',
     readBy: START_ONLY,
+  }),
+
+  logLevel: withDefault<LogLevel>({
+    env: 'LOG_LEVEL',
+    group: 'Observability',
+    type: oneOf(logLevels),
+    default: 'info',
+    description: 'the least severe log lines written (JSON, one per line on stdout); `silent` writes none',
+    readBy: ALL,
+  }),
+  workerHttpPort: withDefault<number | 'off'>({
+    env: 'THREADLINE_WORKER_HTTP_PORT',
+    group: 'Observability',
+    type: portOrOff,
+    default: 9464,
+    description:
+      "port of the worker's HTTP listener, `GET /health` and `GET /metrics` (`0`: any free port; `off`: none). " +
+      "`npm start` has none: its gateway's `/health` and `/metrics` cover the whole process",
+    readBy: WORKER_ONLY,
   }),
 } satisfies Record<string, SettingDefinition<unknown, unknown>>;
 

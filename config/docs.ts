@@ -25,6 +25,7 @@ const groupIntro: Record<Group, string> = {
     'embedded dev server, and `npm run worker` / `npm run gateway` connect to `127.0.0.1:$TEMPORAL_PORT`.',
   ].join('\n'),
   'Embedded dev server': 'The Temporal dev server `npm start` runs when no Temporal address is configured.',
+  Observability: 'Logs, metrics and health checks: see [operations](operations.md#metrics-logs-and-health).',
 };
 
 const readerNames = { worker: '`worker`', gateway: '`gateway`', start: '`start`' } as const;

@@ -7,6 +7,7 @@
  */
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { logger } from '../observability/logger';
 import { SettingsError } from './settings';
 
 /** True when the module at `moduleUrl` is the script Node runs (`tsx worker/main.ts`, `node --import tsx …`). */
@@ -21,14 +22,17 @@ export function isEntryPoint(moduleUrl: string): boolean {
 }
 
 /**
- * Runs `main`; a failure prints its message (a `SettingsError` without a stack) and exits with code 1 at once: a
- * half-started process would otherwise hang on its open connections.
+ * Runs `main`; a failure is logged (`fatal`; a `SettingsError` as its message and the list of problems, without a
+ * stack) and the process exits with code 1 at once: a half-started process would otherwise hang on its open
+ * connections.
  */
 export async function runEntry(main: () => Promise<unknown>): Promise<void> {
   try {
     await main();
   } catch (err) {
-    console.error(err instanceof SettingsError ? err.message : err);
+    const log = logger('entry');
+    if (err instanceof SettingsError) log.fatal({ problems: err.problems }, err.message);
+    else log.fatal({ err }, `start-up failed: ${(err as Error)?.message ?? err}`);
     process.exit(1);
   }
 }

@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { definitionList, definitions, type Reader, type SettingDefinition, type SettingValues } from './definitions';
 import { loadTemporalSettings, type Env, type TemporalSettings } from './temporal';
 import { parseApiKeys, type ApiKeys } from './api-keys';
+import type { LogLevel } from '../observability/logger';
 
 export { parseApiKeys, type ApiKeys } from './api-keys';
 export { temporalConnectionOptions, type Env, type TemporalSettings } from './temporal';
@@ -46,6 +47,13 @@ export interface GatewaySettings {
   corsOrigins: string[];
 }
 
+/** How the process reports on itself: log level, and the worker's HTTP listener for `/health` and `/metrics`. */
+export interface ObservabilitySettings {
+  logLevel: LogLevel;
+  /** Port of the worker's listener (`0`: any free port), or `off`. Only `npm run worker` reads it. */
+  workerHttpPort: number | 'off';
+}
+
 /** The embedded dev server of `npm start`. */
 export interface DevServerSettings {
   /** `TEMPORAL_CLI`; undefined: the cached build. */
@@ -65,6 +73,7 @@ export interface Settings {
   redisUrl?: string;
   temporal: TemporalSettings;
   devServer: DevServerSettings;
+  observability: ObservabilitySettings;
 }
 
 export const defaultGatewaySettings: GatewaySettings = {
@@ -125,6 +134,7 @@ export function readSettings(env: Env, reader: Reader): Settings {
       uiPort: values.temporalUiPort,
       dataDir: values.dataDir,
     },
+    observability: { logLevel: values.logLevel, workerHttpPort: values.workerHttpPort },
   };
 }
 

@@ -131,3 +131,28 @@ function isOrigin(value: string): boolean {
 export function custom<T>(form: string, parse: (raw: string, name: string) => T): ValueType<T> {
   return { form, parse: (raw, given) => parse(raw, given.name) };
 }
+
+/** One of `values`, as written (case-insensitive). */
+export function oneOf<T extends string>(values: readonly T[]): ValueType<T> {
+  const form = `one of ${values.join(', ')}`;
+  return {
+    form,
+    parse(raw, given) {
+      const value = raw.trim().toLowerCase();
+      const found = values.find((v) => v === value);
+      if (found === undefined) throw invalid(given, form);
+      return found;
+    },
+  };
+}
+
+/** A TCP port (`0`: any free one), or `off`: no listener at all. */
+export const portOrOff: ValueType<number | 'off'> = {
+  form: 'a whole number from 0 to 65535, or off',
+  parse(raw, given) {
+    if (raw.trim().toLowerCase() === 'off') return 'off';
+    const n = Number(raw);
+    if (!/^\s*\d+\s*$/.test(raw) || n > 65535) throw invalid(given, portOrOff.form);
+    return n;
+  },
+};

@@ -3,7 +3,8 @@
  *
  * Every request passes, in order: CORS (preflights answered here, without a key), caller identification on `/api/*`
  * (401), the caller's rate limit (429), the body size limit (413), then its route from `./routes`, which validates
- * the input (400) and authorizes the thread it names (403) before the handler runs (`./route`).
+ * the input (400) and authorizes the thread it names (403) before the handler runs (`./route`). Around all of it,
+ * `./observe` gives the request its id and writes its log line and metrics.
  */
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -17,17 +18,21 @@ import { ApiKeyRing, identifyCaller, type GatewayEnv } from './auth';
 import { SubscriberLimit, TokenBuckets } from './limits';
 import { API_PREFIX, registerRoute } from './route';
 import { gatewayRoutes } from './routes';
+import { observeRequests, REQUEST_ID_HEADER } from './observe';
+import { logger, type Logger } from '../observability';
 
 export interface GatewayOptions extends Partial<Omit<GatewaySettings, 'apiKeysSource'>> {
   client: ThreadlineClient;
+  /** Where request lines and errors go (default: the process's logger, component `gateway`). */
+  logger?: Logger;
   /** The agents served: summaries (`summarizeAgents`), or a source asked for them (workers announce theirs on the bus). */
   agents: AgentSource;
   /** SSE comment sent after this much silence, so proxies keep the stream open (default 25 s). */
   keepAliveMs?: number;
 }
 
-/** Request headers a browser may send cross-origin: the key, JSON bodies, stream resume and idempotency. */
-const CORS_ALLOW_HEADERS = ['Authorization', 'Content-Type', 'Last-Event-ID', 'Idempotency-Key'];
+/** Request headers a browser may send cross-origin: the key, JSON bodies, stream resume, idempotency, request id. */
+const CORS_ALLOW_HEADERS = ['Authorization', 'Content-Type', 'Last-Event-ID', 'Idempotency-Key', REQUEST_ID_HEADER];
 
 export function createGateway(options: GatewayOptions): Hono<GatewayEnv> {
   const { client } = options;
@@ -35,11 +40,14 @@ export function createGateway(options: GatewayOptions): Hono<GatewayEnv> {
   const keys = new ApiKeyRing(options.apiKeys);
   const buckets = new TokenBuckets(options.rateLimit ?? defaultGatewaySettings.rateLimit);
   const app = new Hono<GatewayEnv>();
+  const log = options.logger ?? logger('gateway');
 
-  app.onError(errorResponse);
+  app.onError((err, c) => errorResponse(err, c, log));
   app.notFound((c) =>
     c.json({ error: { type: 'NotFoundError', message: `No route ${c.req.method} ${c.req.path}` } }, 404),
   );
+
+  app.use('*', observeRequests(log));
 
   if (corsOrigins.length > 0) {
     app.use(
@@ -49,7 +57,7 @@ export function createGateway(options: GatewayOptions): Hono<GatewayEnv> {
         allowMethods: ['GET', 'POST'],
         allowHeaders: CORS_ALLOW_HEADERS,
         // Safelisted response headers need no listing; a browser client needs Retry-After to back off.
-        exposeHeaders: ['Retry-After'],
+        exposeHeaders: ['Retry-After', REQUEST_ID_HEADER],
         maxAge: 600,
       }),
     );
@@ -87,7 +95,7 @@ export function createGateway(options: GatewayOptions): Hono<GatewayEnv> {
 }
 
 /** Maps errors to HTTP in one place: Threadline errors by their status, with the headers their status calls for. */
-function errorResponse(err: Error, c: Context): Response {
+function errorResponse(err: Error, c: Context<GatewayEnv>, log: Logger): Response {
   if (isThreadlineError(err)) {
     if (isUnauthorizedError(err)) c.header('WWW-Authenticate', 'Bearer realm="threadline"');
     if (isRateLimitedError(err) && err.retryAfterSeconds !== undefined) {
@@ -96,6 +104,6 @@ function errorResponse(err: Error, c: Context): Response {
     return c.json({ error: { type: err.name, message: err.message } }, err.status as 400);
   }
   if (err instanceof HTTPException) return err.getResponse();
-  console.error('gateway error', err);
+  log.error({ err, requestId: c.get('requestId') }, 'unexpected error answering a request');
   return c.json({ error: { type: 'InternalError', message: 'Internal error. See the gateway log.' } }, 500);
 }

@@ -22,7 +22,13 @@ export interface Caller {
 }
 
 export interface GatewayEnv {
-  Variables: { caller: Caller };
+  Variables: {
+    caller: Caller;
+    /** This request's id (`X-Request-Id`), for log lines (`./observe`). */
+    requestId: string;
+    /** The thread the request names, once authorized (`./route`), for its log line. */
+    target?: ThreadTarget;
+  };
 }
 
 interface StoredKey {

@@ -4,6 +4,7 @@
  * with N gateways behind a load balancer, a caller gets up to N times the rate.
  */
 import { RateLimitedError } from '../protocol/errors';
+import { metrics } from '../observability';
 
 export interface RateLimit {
   /** Tokens added per second; 0 turns the limit off. */
@@ -63,7 +64,7 @@ export class TokenBuckets {
   }
 }
 
-/** Counts open subscriptions per thread on this gateway. */
+/** Counts open subscriptions per thread on this gateway (and all of them in `threadline_sse_subscribers`). */
 export class SubscriberLimit {
   private readonly open = new Map<string, number>();
 
@@ -79,10 +80,12 @@ export class SubscriberLimit {
       );
     }
     this.open.set(threadKey, count + 1);
+    metrics.sseSubscribers.inc();
     let released = false;
     return () => {
       if (released) return;
       released = true;
+      metrics.sseSubscribers.dec();
       const left = (this.open.get(threadKey) ?? 1) - 1;
       if (left > 0) this.open.set(threadKey, left);
       else this.open.delete(threadKey);

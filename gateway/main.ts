@@ -6,15 +6,18 @@ import { Client, Connection } from '@temporalio/client';
 import { connect } from '../client/connect';
 import { isEntryPoint, runEntry } from '../config/entry';
 import { readSettings, temporalAddress, temporalConnectionOptions, type Settings } from '../config/settings';
+import { configureLogging, logger } from '../observability';
 import { describeAccess } from './auth';
 import { serveGateway } from './serve';
 
 /** Serves the gateway until SIGINT/SIGTERM. */
 export async function runGateway(settings: Settings): Promise<void> {
   const { server: listen, gateway: access, temporal } = settings;
+  configureLogging({ level: settings.observability.logLevel });
+  const log = logger('gateway');
   const address = temporalAddress(settings);
   if (!settings.redisUrl) {
-    console.warn('REDIS_URL is not set: this gateway only sees events of workers in its own process.');
+    log.warn('REDIS_URL is not set: this gateway only sees events of workers in its own process.');
   }
   const connection = await Connection.connect(temporalConnectionOptions(temporal, address));
   const client = await connect({
@@ -32,8 +35,8 @@ export async function runGateway(settings: Settings): Promise<void> {
     keepAliveMs: listen.keepAliveMs,
     ...access,
   });
-  console.log(`threadline gateway: http://${listen.host}:${server.port} (Temporal ${address})`);
-  console.log(describeAccess(access.apiKeys, access.apiKeysSource));
+  log.info({ url: `http://${listen.host}:${server.port}`, temporalAddress: address }, 'threadline gateway serving');
+  log.info(describeAccess(access.apiKeys, access.apiKeysSource));
   const stop = async () => {
     await server.close();
     await client.close();

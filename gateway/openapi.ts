@@ -56,6 +56,7 @@ const STATUS_TEXT: Record<number, string> = {
   409: "The thread's state does not allow the request (e.g. a full queue; a blocked input).",
   413: 'The body or the input is over the size limit.',
   429: 'Rate limited (see Retry-After), or the thread has its limit of subscribers on this gateway.',
+  503: 'Not ready: a dependency (Temporal, Redis) does not answer; the error names it.',
 };
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
@@ -153,7 +154,9 @@ function responses(route: Route, guarded: boolean): Record<string, unknown> {
           description: 'An event stream: one JSON thread event per message, its id on the `id:` line.',
           content: { 'text/event-stream': { schema: { type: 'string' } } },
         }
-      : { description: 'OK', content: { 'application/json': { schema: {} } } };
+      : route.responds === 'text'
+        ? { description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } }
+        : { description: 'OK', content: { 'application/json': { schema: {} } } };
   const errors = [...statuses]
     .sort((a, b) => a - b)
     .map((status) => [

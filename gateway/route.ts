@@ -57,8 +57,8 @@ export interface RouteSpec<P extends string, T extends ThreadSource, B, Q> {
   query?: z.ZodObject & z.ZodType<Q>;
   /** Request headers the route reads, name → description, for the document (SSE routes get Last-Event-ID). */
   headers?: Record<string, string>;
-  /** `json` (the default) or `sse` (`text/event-stream`). */
-  responds?: 'json' | 'sse';
+  /** `json` (the default), `sse` (`text/event-stream`) or `text` (`text/plain`: the Prometheus metrics). */
+  responds?: 'json' | 'sse' | 'text';
   /** Error statuses this route answers besides those its spec implies (400, 401, 403, 404, 413, 429). */
   statuses?: number[];
   handle(request: RouteRequest<P, T, B, Q>): Response | Promise<Response>;
@@ -148,7 +148,9 @@ export function threadTarget(
   const caller = c.get('caller');
   // Fail closed: a thread route the identifying middleware did not guard must not act as anyone.
   if (!caller) throw new UnauthorizedError('No caller identified for this route.');
-  return authorizeTarget(caller, parsed.data);
+  const target = authorizeTarget(caller, parsed.data);
+  c.set('target', target);
+  return target;
 }
 
 function pathThread(c: Context): { resourceId?: string; threadId?: string } {

@@ -46,6 +46,8 @@ import {
 import { documentedAs, openApiDocument } from './openapi';
 import { defineRoute, type Route } from './route';
 import { streamThread, type StreamDeps } from './sse';
+import { metrics, renderMetrics } from '../observability';
+import { checkReadiness } from './ready';
 
 export interface RouteDeps extends StreamDeps {
   client: ThreadlineClient;
@@ -152,11 +154,13 @@ const MASTRA_SEND_ANSWER =
  */
 async function answerSend(
   c: Context,
+  kind: 'message' | 'queued-message' | 'signal' | 'state',
   send: (options: { id?: string }) => Promise<SendResult>,
   echo?: SignalEcho,
 ): Promise<Response> {
   const key = c.req.header('Idempotency-Key');
   const { persisted: _persisted, ...result } = await send(key ? { id: key } : {});
+  if (!result.duplicate) metrics.inputs.inc({ kind, action: result.action });
   const status = result.action === 'blocked' ? 409 : 200;
   return c.json(echo ? mastraSendAnswer(result, echo, new Date()) : result, status);
 }
@@ -172,6 +176,38 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
       summary: 'Liveness: answers while the gateway serves. Needs no API key.',
       thread: 'none',
       handle: ({ c }) => c.json({ ok: true }),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/ready',
+      summary: 'Readiness: 200 when Temporal (and Redis, with a Redis bus) answer; 503 naming the one that does not.',
+      description:
+        'Answers `{ ready, checks: [{ name, ok, durationMs, error? }] }`, each check within 2 s; a 503 also has ' +
+        '`error` naming the failed checks.',
+      thread: 'none',
+      statuses: [503],
+      handle: async ({ c }) => {
+        const readiness = await checkReadiness(client);
+        if (readiness.ready) return c.json(readiness);
+        const failed = readiness.checks.filter((check) => !check.ok);
+        const message = `Not ready: ${failed.map((check) => `${check.name}: ${check.error}`).join('; ')}.`;
+        return c.json({ ...readiness, error: { type: 'NotReady', message } }, 503);
+      },
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/metrics',
+      summary: "Prometheus metrics of this process (text format): Threadline's, Node's, and the Temporal SDK's.",
+      description:
+        'Expose it to the scraper only. Metric names and labels: docs/operations.md ("Metrics, logs and health").',
+      thread: 'none',
+      responds: 'text',
+      handle: async ({ c }) => {
+        const { contentType, body } = await renderMetrics();
+        return c.body(body, 200, { 'Content-Type': contentType });
+      },
     }),
 
     defineRoute({
@@ -209,7 +245,8 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
           const agent = client.agent(agentId);
           const send = route === 'send-message' ? agent.sendMessage : agent.queueMessage;
           const echo = echoOf('message', body.message);
-          return answerSend(c, (options) => send.call(agent, body.message as never, body, options), echo);
+          const kind = route === 'send-message' ? 'message' : 'queued-message';
+          return answerSend(c, kind, (options) => send.call(agent, body.message as never, body, options), echo);
         },
       }),
     ),
@@ -228,6 +265,7 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
         const { signal, createdAt } = takeCreatedAt(body.signal);
         return answerSend(
           c,
+          'signal',
           (options) => client.agent(agentId).sendSignal(signal as never, body, options),
           echoOf('signal', signal, createdAt),
         );
@@ -248,7 +286,7 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
       headers: IDEMPOTENCY_HEADER,
       statuses: [409],
       handle: ({ c, agentId, body }) =>
-        answerSend(c, (options) => client.agent(agentId).sendStateSignal(body.signal as never, body, options)),
+        answerSend(c, 'state', (options) => client.agent(agentId).sendStateSignal(body.signal as never, body, options)),
     }),
 
     defineRoute({
@@ -270,7 +308,9 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
           ...(resumeData !== undefined ? { resumeData } : {}),
           ...(declineReason !== undefined ? { declineReason } : {}),
         };
-        return c.json(await client.agent(agentId).sendToolApproval({ ...target, ...approval }));
+        const result = await client.agent(agentId).sendToolApproval({ ...target, ...approval });
+        metrics.approvalsDecided.inc({ status: result.status });
+        return c.json(result);
       },
     }),
 
@@ -287,9 +327,14 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
       handle: async ({ c, target, body }) => {
         if (body.expectedRunId !== undefined) {
           const view = await client.getThread(target);
-          if (view?.activeRun?.runId !== body.expectedRunId) return c.json({ aborted: false, clearedSignalIds: [] });
+          if (view?.activeRun?.runId !== body.expectedRunId) {
+            metrics.aborts.inc({ aborted: 'false' });
+            return c.json({ aborted: false, clearedSignalIds: [] });
+          }
         }
-        return c.json(await client.abortThread({ ...target, clearPendingSignals: body.clearPendingSignals }));
+        const result = await client.abortThread({ ...target, clearPendingSignals: body.clearPendingSignals });
+        metrics.aborts.inc({ aborted: String(result.aborted) });
+        return c.json(result);
       },
     }),
 
@@ -370,7 +415,12 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
         }
         const key = c.req.header('Idempotency-Key');
         const options = key ? { id: key } : {};
-        return c.json(await client.agent(agentId).sendNotificationSignal(notifications as never, target, options));
+        const result = await client.agent(agentId).sendNotificationSignal(notifications as never, target, options);
+        // A duplicate send repeats the first one's answer: its decisions are counted once.
+        if (!result.duplicate) {
+          for (const outcome of result.notifications) metrics.notifications.inc({ action: outcome.action });
+        }
+        return c.json(result);
       },
     }),
 

@@ -13,6 +13,7 @@ import { configurationMarkdown } from '../config/docs';
 import { isEntryPoint } from '../config/entry';
 import { httpApiMarkdown } from '../gateway/api-docs';
 import { createGateway } from '../gateway/app';
+import { createLogger } from '../observability';
 import { defaultLimits } from '../protocol/schemas';
 
 const root = join(fileURLToPath(import.meta.url), '../..');
@@ -21,7 +22,8 @@ const root = join(fileURLToPath(import.meta.url), '../..');
 export async function gatewayOpenApiDocument(): Promise<Record<string, unknown>> {
   // Building the document touches no Temporal or bus: the client is only asked for its limits.
   const client = { limits: defaultLimits } as unknown as ThreadlineClient;
-  const response = await createGateway({ client, agents: [] }).request('/api/openapi.json');
+  const gateway = createGateway({ client, agents: [], logger: createLogger({ level: 'silent' }) });
+  const response = await gateway.request('/api/openapi.json');
   if (!response.ok) throw new Error(`GET /api/openapi.json answered ${response.status}: ${await response.text()}`);
   return (await response.json()) as Record<string, unknown>;
 }

@@ -10,6 +10,7 @@ import type { EventBus } from '../bus/types';
 import { summarizeAgents } from '../agents/summary';
 import type { AgentSummary } from '../protocol/api';
 import { DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, DEFAULT_TEMPORAL_ADDRESS } from '../config/settings';
+import { logger } from '../observability';
 
 const require = createRequire(import.meta.url);
 
@@ -99,7 +100,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Thread
 function announceAgents(bus: EventBus, summaries: AgentSummary[]): { stop(): void } {
   const announce = () =>
     bus.announceAgents(summaries).catch((err: Error) => {
-      console.warn(`Announcing agents on the bus failed (retrying in 30 s): ${err.message}`);
+      logger('worker').warn({ err }, 'Announcing agents on the bus failed (retrying in 30 s).');
     });
   void announce();
   const timer = setInterval(() => void announce(), 30_000).unref();

@@ -3,6 +3,9 @@
  * data kept in THREADLINE_DATA_DIR), a worker and the gateway, sharing an in-process bus (or Redis with REDIS_URL).
  * With a Temporal address configured (TEMPORAL_ADDRESS, or the temporal.toml profile), that server is used and none
  * is started.
+ *
+ * One process, one `/metrics` and one `/health`: the gateway's, which cover the worker too (there is no worker
+ * listener here).
  */
 import { resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -16,8 +19,10 @@ import { isEntryPoint, runEntry } from '../config/entry';
 import { readSettings, temporalConnectionOptions, type Settings } from '../config/settings';
 import { describeAccess } from '../gateway/auth';
 import { serveGateway } from '../gateway/serve';
+import { configureLogging, logger } from '../observability';
 import { startDevServer, type DevServer } from './dev-server';
 import { createWorker } from './index';
+import { installTemporalRuntime } from './telemetry';
 import { locateTemporalCli } from './temporal-cli';
 
 /**
@@ -27,13 +32,17 @@ import { locateTemporalCli } from './temporal-cli';
 export async function startStack(settings: Settings, env: NodeJS.ProcessEnv): Promise<void> {
   const { models, temporal, server: listen, gateway: access } = settings;
   const modelName = defaultModelName(models);
+  configureLogging({ level: settings.observability.logLevel });
+  const log = logger('start');
+  // Before any connection: the Runtime is built with the first one.
+  await installTemporalRuntime({ logLevel: settings.observability.logLevel });
 
   let devServer: DevServer | null = null;
   let address = temporal.address;
   if (address) {
-    console.log(`Using the Temporal server at ${address} (${temporal.addressSource}).`);
+    log.info({ temporalAddress: address, source: temporal.addressSource }, 'using the configured Temporal server');
   } else {
-    const cliPath = await locateTemporalCli({ log: (line) => console.log(line), env });
+    const cliPath = await locateTemporalCli({ log: (line) => log.info(line), env });
     const dataDir = resolve(settings.devServer.dataDir);
     devServer = await startDevServer({
       cliPath,
@@ -43,7 +52,7 @@ export async function startStack(settings: Settings, env: NodeJS.ProcessEnv): Pr
       namespace: temporal.namespace,
     });
     address = devServer.address;
-    console.log(`Temporal dev server: ${address} (UI ${devServer.uiUrl}), data in ${dataDir}`);
+    log.info({ temporalAddress: address, ui: devServer.uiUrl, dataDir }, 'Temporal dev server started');
   }
 
   const bus = createBus({ redisUrl: settings.redisUrl });
@@ -75,25 +84,39 @@ export async function startStack(settings: Settings, env: NodeJS.ProcessEnv): Pr
   });
 
   if (modelName === 'demo') {
-    console.log(
+    log.info(
       'Model: the OFFLINE DEMO MODEL (it quotes your message back). Set OPENAI_API_KEY (or OPENAI_BASE_URL) and MODEL=openai/gpt-4o-mini for a real one.',
     );
   } else {
-    console.log(`Model: ${modelName}${models.openaiBaseUrl ? ` at ${models.openaiBaseUrl}` : ''}`);
+    log.info({ model: modelName, openaiBaseUrl: models.openaiBaseUrl }, 'model');
   }
-  console.log(`Bus: ${settings.redisUrl ? 'Redis (REDIS_URL)' : 'in-process'}`);
-  console.log(`Threadline gateway: ${gateway.url}  (agents: ${agents.map((a) => a.id).join(', ')})`);
-  console.log(describeAccess(access.apiKeys, access.apiKeysSource));
-  console.log(`Try:
-  curl -N ${gateway.url}/api/threads/user_123/thread_456/events &
-  curl -s ${gateway.url}/api/agents/${agents[0].id}/send-message -H 'content-type: application/json' \\
-    -d '{"message":"Hello!","resourceId":"user_123","threadId":"thread_456"}'`);
+  log.info({ bus: settings.redisUrl ? 'redis' : 'in-process' }, 'bus');
+  log.info(
+    {
+      url: gateway.url,
+      agents: agents.map((a) => a.id),
+      health: `${gateway.url}/health`,
+      metrics: `${gateway.url}/metrics`,
+    },
+    'Threadline gateway serving',
+  );
+  log.info(describeAccess(access.apiKeys, access.apiKeysSource));
+  log.info(
+    {
+      try: [
+        `curl -N ${gateway.url}/api/threads/user_123/thread_456/events &`,
+        `curl -s ${gateway.url}/api/agents/${agents[0].id}/send-message -H 'content-type: application/json' ` +
+          `-d '{"message":"Hello!","resourceId":"user_123","threadId":"thread_456"}'`,
+      ],
+    },
+    'try it',
+  );
 
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    console.log(`${signal}: shutting down (in-flight steps get 10 s to finish)…`);
+    log.info({ signal }, 'shutting down (in-flight steps get 10 s to finish)');
     await gateway.close();
     await worker.shutdown();
     await workerRun.catch(() => undefined);

@@ -437,17 +437,17 @@ describe('CORS', () => {
     expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN);
     expect(res.headers.get('access-control-allow-methods')?.split(',')).toEqual(['GET', 'POST']);
     expect(res.headers.get('access-control-allow-headers')?.toLowerCase().split(',').sort()).toEqual(
-      ['authorization', 'content-type', 'idempotency-key', 'last-event-id'].sort(),
+      ['authorization', 'content-type', 'idempotency-key', 'last-event-id', 'x-request-id'].sort(),
     );
     expect(res.headers.get('access-control-allow-credentials')).toBeNull();
     expect(res.headers.get('vary')).toMatch(/Origin/);
   });
 
-  it('marks responses, errors included, for the allowed origin only, exposing only Retry-After', async () => {
+  it('marks responses, errors included, for the allowed origin only, exposing Retry-After and X-Request-Id', async () => {
     const ok = await call(cors, 'GET', '/api/agents', { headers: { origin: ORIGIN, ...bearer(KEY_A) } });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('access-control-allow-origin')).toBe(ORIGIN);
-    expect(ok.headers.get('access-control-expose-headers')).toBe('Retry-After');
+    expect(ok.headers.get('access-control-expose-headers')).toBe('Retry-After,X-Request-Id');
     const denied = await call(cors, 'GET', '/api/agents', { headers: { origin: ORIGIN } });
     expect(denied.status).toBe(401);
     expect(denied.headers.get('access-control-allow-origin')).toBe(ORIGIN);

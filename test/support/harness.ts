@@ -14,12 +14,15 @@ import { connect, type ThreadlineClient } from '../../client/connect';
 import type { ThreadTarget } from '../../protocol/schemas';
 import type { ThreadConfigInput } from '../../protocol/thread-config';
 import { createWorker, type ThreadlineWorker } from '../../worker/index';
+import { configureLogging } from '../../observability';
 import { startModelServer, type ModelServer } from './model-server';
 
 let runtimeInstalled = false;
 function quietRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
+  // Gateway request lines and the like would drown the test output; warnings and errors still show.
+  configureLogging({ level: 'warn' });
   try {
     Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
   } catch {

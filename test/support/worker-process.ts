@@ -11,10 +11,16 @@
  *   THREADLINE_TEST_AGENTS                  comma-separated ids of the test agents to host (default `tester`;
  *                                           the table is test/support/test-agents.ts)
  *   THREADLINE_TEST_TOOL_LOG                optional file where every tool call appends a JSON line
+ *   THREADLINE_WORKER_HTTP_PORT             optional: the Runtime as `worker/main.ts` installs it (JSON logs at warn,
+ *                                           the SDK's metrics) and its `/health` + `/metrics` listener on this
+ *                                           loopback port (`0`: any), announced as `HTTP <url>` before `READY`
  */
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { RedisBus } from '../../bus/redis';
 import { createWorker } from '../../worker/index';
+import { serveWorkerHttp } from '../../worker/http';
+import { installTemporalRuntime } from '../../worker/telemetry';
+import { configureLogging } from '../../observability';
 import { testAgentsFromEnv } from './test-agents';
 
 function required(name: string): string {
@@ -23,7 +29,13 @@ function required(name: string): string {
   return value;
 }
 
-Runtime.install({ logger: new DefaultLogger('WARN') });
+const httpPort = process.env.THREADLINE_WORKER_HTTP_PORT;
+if (httpPort) {
+  configureLogging({ level: 'warn' });
+  await installTemporalRuntime({ logLevel: 'warn' });
+} else {
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+}
 const bus = new RedisBus(required('REDIS_URL'));
 const worker = await createWorker({
   agents: testAgentsFromEnv(),
@@ -35,6 +47,9 @@ const worker = await createWorker({
   shutdownGraceTimeMs: 1_000,
 });
 const running = worker.run();
+const http = httpPort ? await serveWorkerHttp({ worker: worker.worker, port: Number(httpPort) }) : null;
+if (http) console.log(`HTTP ${http.url}`);
 console.log('READY');
 await running;
+await http?.close();
 await bus.close();
