@@ -54,6 +54,8 @@ import {
 } from '../protocol/definitions';
 import { type MessagesPage } from '../protocol/views';
 import { THREAD_WORKFLOW_TYPE, type ThreadConfigInput, type ThreadWorkflowArgs } from '../protocol/thread-config';
+import { keywordValue, resourceSearchAttribute } from '../protocol/search-attributes';
+import { threadDetails, threadSummary } from '../protocol/summaries';
 import {
   type AbortResult,
   type NotificationSendResult,
@@ -190,6 +192,10 @@ export class ThreadlineClient {
       taskQueue: this.taskQueue,
       args: [{ resourceId: target.resourceId, threadId: target.threadId, config: this.threadConfig }],
       workflowIdConflictPolicy: 'USE_EXISTING',
+      // Findable by resource from the start; the workflow keeps the other attributes (docs/operations.md).
+      typedSearchAttributes: [{ key: resourceSearchAttribute, value: keywordValue(target.resourceId) }],
+      staticSummary: threadSummary(target),
+      staticDetails: threadDetails(target),
     });
   }
 
@@ -215,7 +221,14 @@ export class ThreadlineClient {
       await new Promise((r) => setTimeout(r, Math.min(1_000, 10 * 2 ** attempt)));
       return true;
     }
-    throw new ThreadlineError(`Could not deliver the input: ${(err as Error).message}`, { cause: err });
+    const message = (err as Error).message;
+    // The start sets ThreadlineResource: a namespace nobody ran `threadline setup` in refuses it.
+    const hint = /search attribute Threadline/.test(message)
+      ? ` Register Threadline's search attributes in the namespace first: run \`threadline setup\`.`
+      : '';
+    throw new ThreadlineError(`Could not deliver the input: ${hint ? message.replace(/\.?$/, '.') : message}${hint}`, {
+      cause: err,
+    });
   }
 
   /** The thread's inbox, newest first, filtered and paged; `null` when the thread does not exist. */

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
+import { searchAttributeTypeName, threadSearchAttributes } from '../protocol/search-attributes';
 
 const HOST = '127.0.0.1';
 const READY_TIMEOUT_MS = 60_000;
@@ -71,6 +72,10 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     args.push('--db-filename', join(opts.dataDir, 'temporal.db'));
   }
   args.push('--namespace', namespace, '--log-level', 'warn');
+  // Threads upsert these; the dev server registers them in every namespace it creates (again on each start: a no-op).
+  for (const key of threadSearchAttributes) {
+    args.push('--search-attribute', `${key.name}=${searchAttributeTypeName(key.type)}`);
+  }
   for (const [key, value] of Object.entries({ ...defaultDynamicConfig, ...opts.dynamicConfig })) {
     // The CLI parses each value as JSON: strings need their quotes.
     args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);

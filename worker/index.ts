@@ -11,6 +11,7 @@ import { summarizeAgents } from '../agents/summary';
 import type { AgentSummary } from '../protocol/api';
 import { DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, DEFAULT_TEMPORAL_ADDRESS } from '../config/settings';
 import { logger } from '../observability';
+import { checkSearchAttributes } from './search-attributes';
 
 const require = createRequire(import.meta.url);
 
@@ -55,9 +56,18 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Thread
     ? null
     : await NativeConnection.connect({ address: options.address ?? DEFAULT_TEMPORAL_ADDRESS });
   const connection = options.connection ?? ownConnection!;
+  const namespace = options.namespace ?? DEFAULT_NAMESPACE;
+  // Threads keep Threadline's search attributes current; in a namespace without them each of their workflow tasks
+  // would fail, again and again. Refuse to start instead, saying to run `threadline setup` (docs/operations.md).
+  try {
+    await checkSearchAttributes(connection, namespace, (message) => logger('worker').warn(message));
+  } catch (err) {
+    await ownConnection?.close();
+    throw err;
+  }
   const worker = await Worker.create({
     connection,
-    namespace: options.namespace ?? DEFAULT_NAMESPACE,
+    namespace,
     taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
     activities: createActivities({ agents, bus: options.bus, models }),

@@ -62,6 +62,15 @@ import {
 } from './state';
 import { resolveThreadConfig } from '../protocol/thread-config';
 import { type StepPlan } from '../protocol/step';
+import {
+  archiveSummary,
+  decideSummary,
+  describeAgentSummary,
+  publishSummary,
+  stepSummary,
+  toolSummary,
+} from '../protocol/summaries';
+import { syncSearchAttributes } from './search-attributes';
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -116,10 +125,12 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     // One request per agent, shared by every handler that needs it meanwhile.
     let profile = profiles.get(agentId);
     if (!profile) {
-      profile = describeAgent(agentId).catch((err: Error) => {
-        log.warn('Could not describe the agent; using the thread defaults', { agentId, error: err.message });
-        return null;
-      });
+      profile = describeAgent
+        .executeWithOptions({ summary: describeAgentSummary(agentId) }, [agentId])
+        .catch((err: Error) => {
+          log.warn('Could not describe the agent; using the thread defaults', { agentId, error: err.message });
+          return null;
+        });
       profiles.set(agentId, profile);
     }
     return profile;
@@ -200,10 +211,10 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     if (n.deliveryPolicy) settings.policy = n.deliveryPolicy;
     if (n.digestWindowMs !== undefined) settings.digestWindowMs = n.digestWindowMs;
     if (n.hasDecide) {
-      settings.decided = await decideNotifications(batch.agentId, batch.notifications, {
-        ...thread.key,
-        threadState: thread.isActive() ? 'active' : 'idle',
-      });
+      settings.decided = await decideNotifications.executeWithOptions(
+        { summary: decideSummary(batch.notifications.length, batch.agentId) },
+        [batch.agentId, batch.notifications, { ...thread.key, threadState: thread.isActive() ? 'active' : 'idle' }],
+      );
     }
     return settings;
   };
@@ -280,7 +291,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     const events = thread.takeOutbox(PUBLISH_BUDGET_BYTES);
     if (events.length === 0) return true;
     try {
-      await publishEvents(key, events);
+      await publishEvents.executeWithOptions({ summary: publishSummary(events.length) }, [key, events]);
       publishBackoffMs = 1_000;
       return true;
     } catch (err) {
@@ -309,14 +320,16 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     if (call.builtin === 'notification-inbox') return runInboxTool(plan, call);
     try {
       return await cancellable(cancelWhen, () =>
-        runTool({
-          threadKey: key,
-          runId: plan.runId,
-          agentId: plan.agentId,
-          call,
-          ...thread.key,
-          ...(resumeData !== undefined ? { resumeData } : {}),
-        }),
+        runTool.executeWithOptions({ summary: toolSummary(call.toolName) }, [
+          {
+            threadKey: key,
+            runId: plan.runId,
+            agentId: plan.agentId,
+            call,
+            ...thread.key,
+            ...(resumeData !== undefined ? { resumeData } : {}),
+          },
+        ]),
       );
     } catch (err) {
       const reason = isCancellation(err)
@@ -361,7 +374,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
   const archive = async (): Promise<void> => {
     const records = thread.takeEvicted();
     try {
-      await archiveNotifications(key, records);
+      await archiveNotifications.executeWithOptions({ summary: archiveSummary(records.length) }, [key, records]);
     } catch (err) {
       log.warn('Archiving notifications failed; retrying', { error: (err as Error).message });
       thread.restoreEvicted(records);
@@ -433,7 +446,10 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       // An interrupt or an abort cancels the model call: the provider request is aborted by the activity.
       result = await cancellable(
         () => run.interruptRequested || run.abortRequested === true,
-        () => runStep({ ...plan, threadKey: key, resourceId: args.resourceId, threadId: args.threadId }),
+        () =>
+          runStep.executeWithOptions({ summary: stepSummary(plan) }, [
+            { ...plan, threadKey: key, resourceId: args.resourceId, threadId: args.threadId },
+          ]),
       );
     } catch (err) {
       // The step may not have published the events that precede it; publishing is idempotent by key, so send them
@@ -513,6 +529,8 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     await condition(ready);
     if (wantsContinueAsNew()) break;
     if (!thread.run && thread.startNextQueued()) continue;
+    // What the handlers and the last iteration changed, in one upsert (only when a value changed).
+    syncSearchAttributes(thread);
     if (thread.run && (!thread.isParked() || thread.run.abortRequested)) await step();
     else if (thread.outboxSize > 0 || thread.evictedCount === 0) await publish();
     else await archive();
@@ -528,6 +546,8 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     if (!(await publish())) break;
     await condition(allHandlersFinished);
   }
+  // The next execution starts with the attributes this one has (the server carries them over): current ones.
+  syncSearchAttributes(thread);
   await continueAsNew<typeof threadWorkflow>({
     resourceId: args.resourceId,
     threadId: args.threadId,

@@ -5,11 +5,13 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Connection } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import type { TestProject } from 'vitest/node';
 import { startDevServer, type DevServer } from '../../worker/dev-server';
 import { locateTemporalCli } from '../../worker/temporal-cli';
 import { workflowsPath } from '../../worker/index';
+import { registerSearchAttributes } from '../../worker/search-attributes';
 
 let server: DevServer | null = null;
 
@@ -25,8 +27,16 @@ export async function setup(project: TestProject): Promise<void> {
   const cliPath = await locateTemporalCli({ log: (line) => console.log(line) });
   let address = process.env.TEMPORAL_ADDRESS;
   if (!address) {
+    // It registers Threadline's search attributes itself.
     server = await startDevServer({ cliPath, port: 0, headless: true });
     address = server.address;
+  } else {
+    const connection = await Connection.connect({ address });
+    try {
+      await registerSearchAttributes(connection, 'default');
+    } finally {
+      await connection.close();
+    }
   }
   const { code } = await bundleWorkflowCode({ workflowsPath, logger: quietLogger });
   const dir = await mkdtemp(join(tmpdir(), 'threadline-bundle-'));
