@@ -4,40 +4,40 @@
  * examples and `run`; parsing, `--help` and exit codes are shared. The environment is read here, once, and the
  * settings passed down.
  *
- * Exit codes: 0 ok, 1 failure (invalid settings, a start-up error), 2 usage error (unknown command or option).
+ * Exit codes: 0 ok, 1 failure (invalid settings, a start-up error, an unreachable server, an unknown thread), 2 usage
+ * error (unknown command or option, a missing argument).
  */
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { parseArgs } from 'node:util';
 import { readers, type Reader } from '../config/definitions';
 import { maskedSettings, variableRows } from '../config/describe';
 import { isEntryPoint } from '../config/entry';
 import { SettingsError, readSettings, type Settings } from '../config/settings';
+import {
+  EXIT,
+  UsageError,
+  abortCommand,
+  approveCommand,
+  declineCommand,
+  doctorCommand,
+  historyCommand,
+  inboxCommand,
+  messagesCommand,
+  queueCommand,
+  sendCommand,
+  signalCommand,
+  tailCommand,
+  threadCommand,
+  threadsCommand,
+  type Command,
+  type CommandContext,
+  type CommandGroup,
+} from './commands';
 
-type Options = NonNullable<ParseArgsConfig['options']>;
-
-interface CommandContext {
-  values: Record<string, string | boolean | undefined>;
-  env: NodeJS.ProcessEnv;
-  out: (text: string) => void;
-}
-
-interface Command {
-  summary: string;
-  /** What follows the command name in the usage line, e.g. `[--json]`. */
-  usage?: string;
-  options?: Options;
-  /** Option descriptions for `--help`, by option name. */
-  optionHelp?: Record<string, string>;
-  examples: string[];
-  /** Resolves with an exit code, or with nothing for a server that keeps running until a signal. */
-  run(context: CommandContext): Promise<number | void>;
-}
-
-const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
-
-class UsageError extends Error {}
-
-/** The subcommands. To add one: add an entry (heavy modules imported inside `run`, so `--help` stays fast). */
-const commands: Record<string, Command> = {
+/**
+ * The subcommands. To add one: add an entry (heavy modules imported inside `run`, so `--help` stays fast); a group
+ * (`history export|replay`) has `subcommands` instead of `run`. The operator commands are in ./commands/.
+ */
+const commands: Record<string, Command | CommandGroup> = {
   start: {
     summary:
       'The whole stack in one process, as `npm start`: the Temporal dev server (unless a Temporal address is configured), a worker and the gateway.',
@@ -101,6 +101,19 @@ const commands: Record<string, Command> = {
       return EXIT.ok;
     },
   },
+  doctor: doctorCommand,
+  threads: threadsCommand,
+  thread: threadCommand,
+  messages: messagesCommand,
+  tail: tailCommand,
+  send: sendCommand,
+  queue: queueCommand,
+  signal: signalCommand,
+  abort: abortCommand,
+  approve: approveCommand,
+  decline: declineCommand,
+  inbox: inboxCommand,
+  history: historyCommand,
 };
 
 function describeConfig(settings: Settings, variables: ReturnType<typeof variableRows>, model: string): string {
@@ -140,12 +153,42 @@ function mainHelp(): string {
     '  -h, --help  Show this help, or a command’s.',
     '',
     'Examples:',
-    ...Object.values(commands).flatMap((command) => command.examples.slice(0, 1).map((e) => `  ${e}`)),
+    ...Object.values(commands).flatMap((command) =>
+      examplesOf(command)
+        .slice(0, 1)
+        .map((e) => `  ${e}`),
+    ),
     '',
     'Settings come from environment variables (and a temporal.toml profile for Temporal): docs/configuration.md,',
     'or `threadline config` for the values in effect.',
     '',
-    'Exit codes: 0 ok, 1 failure (invalid settings, a start-up error), 2 usage error (unknown command or option).',
+    'Threads are named RESOURCE/THREAD (a "/" inside an id written %2F), or with --resource R --thread T.',
+    '',
+    'Exit codes: 0 ok, 1 failure (invalid settings, a start-up error, an unreachable server, an unknown thread),',
+    '2 usage error (unknown command or option, a missing argument).',
+  ].join('\n');
+}
+
+function examplesOf(command: Command | CommandGroup): string[] {
+  return 'subcommands' in command
+    ? Object.values(command.subcommands).flatMap((sub) => sub.examples)
+    : command.examples;
+}
+
+function groupHelp(name: string, group: CommandGroup): string {
+  const width = Math.max(...Object.keys(group.subcommands).map((sub) => sub.length));
+  return [
+    `Usage: threadline ${name} <${Object.keys(group.subcommands).join('|')}> [options]`,
+    '',
+    group.summary,
+    '',
+    'Commands:',
+    ...Object.entries(group.subcommands).map(([sub, command]) => `  ${sub.padEnd(width)}  ${command.summary}`),
+    '',
+    'Examples:',
+    ...examplesOf(group).map((example) => `  ${example}`),
+    '',
+    `\`threadline ${name} <command> --help\` shows a command's options.`,
   ].join('\n');
 }
 
@@ -166,13 +209,16 @@ function commandHelp(name: string, command: Command): string {
   ].join('\n');
 }
 
-/** Runs the command line `args`; resolves with the exit code, or `undefined` while a server keeps running. */
+/**
+ * Runs the command line `args`; resolves with the exit code, or `undefined` while a server keeps running. `signal`
+ * stops a command that runs until stopped (`tail`), as SIGINT does.
+ */
 export async function runCli(
   args: string[],
   env: NodeJS.ProcessEnv,
-  io: { out: (text: string) => void; err: (text: string) => void },
+  io: { out: (text: string) => void; err: (text: string) => void; signal?: AbortSignal },
 ): Promise<number | undefined> {
-  const [name, ...rest] = args;
+  let [name, ...rest] = args;
   try {
     if (name === undefined) {
       io.err(mainHelp());
@@ -182,17 +228,33 @@ export async function runCli(
       io.out(mainHelp());
       return EXIT.ok;
     }
-    const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
-    if (!command) {
+    const entry = Object.hasOwn(commands, name) ? commands[name] : undefined;
+    if (!entry) {
       throw new UsageError(`Unknown command "${name}". Commands: ${Object.keys(commands).join(', ')}.`);
     }
+    let command: Command;
+    if ('subcommands' in entry) {
+      const [sub, ...after] = rest;
+      if (sub === undefined || sub === '--help' || sub === '-h') {
+        (sub ? io.out : io.err)(groupHelp(name, entry));
+        return sub ? EXIT.ok : EXIT.usage;
+      }
+      if (!Object.hasOwn(entry.subcommands, sub)) {
+        const known = Object.keys(entry.subcommands).map((s) => `${name} ${s}`);
+        throw new UsageError(`Unknown command "${name} ${sub}". Commands: ${known.join(', ')}.`);
+      }
+      [command, name, rest] = [entry.subcommands[sub], `${name} ${sub}`, after];
+    } else {
+      command = entry;
+    }
     let values: CommandContext['values'];
+    let positionals: string[];
     try {
-      ({ values } = parseArgs({
+      ({ values, positionals } = parseArgs({
         args: rest,
         options: { ...command.options, help: { type: 'boolean', short: 'h' } },
         strict: true,
-        allowPositionals: false,
+        allowPositionals: command.positionals === true,
       }));
     } catch (err) {
       throw new UsageError(`${(err as Error).message.replace(/\.?$/, '.')} See \`threadline ${name} --help\`.`);
@@ -201,7 +263,7 @@ export async function runCli(
       io.out(commandHelp(name, command));
       return EXIT.ok;
     }
-    const code = await command.run({ values, env, out: io.out });
+    const code = await command.run({ values, positionals, env, out: io.out, err: io.err, signal: io.signal });
     return code ?? undefined;
   } catch (err) {
     if (err instanceof UsageError) {

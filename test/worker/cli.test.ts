@@ -42,11 +42,12 @@ describe('threadline', () => {
     const { code, stdout } = await run(cli('--help'));
     expect(code).toBe(0);
     expect(stdout).toContain('Usage: threadline <command> [options]');
-    for (const name of ['start', 'worker', 'gateway', 'temporal:setup', 'config']) {
+    for (const name of ['start', 'worker', 'gateway', 'temporal:setup', 'config', 'doctor', 'threads', 'history']) {
       expect(stdout).toMatch(new RegExp(`^  ${name} +\\S`, 'm'));
     }
     expect(stdout).toContain('TEMPORAL_ADDRESS=temporal:7233 REDIS_URL=redis://redis:6379 threadline worker');
-    expect(stdout).toContain('Exit codes: 0 ok, 1 failure (invalid settings, a start-up error), 2 usage error');
+    expect(stdout).toContain('Exit codes: 0 ok, 1 failure (invalid settings, a start-up error, an unreachable server');
+    expect(stdout).toContain('2 usage error (unknown command or option, a missing argument)');
   });
 
   it('config --json prints the resolved settings with secrets masked', async () => {
@@ -79,9 +80,7 @@ describe('threadline', () => {
   it('exits 2 on an unknown command or option, saying what exists', async () => {
     const unknown = await run(cli('serve'));
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toContain(
-      'Unknown command "serve". Commands: start, worker, gateway, temporal:setup, config.',
-    );
+    expect(unknown.stderr).toMatch(/Unknown command "serve"\. Commands: start, worker, gateway, .*config, .*history\./);
 
     const option = await run(cli('config', '--yaml'));
     expect(option.code).toBe(2);

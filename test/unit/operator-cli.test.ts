@@ -1,0 +1,153 @@
+/**
+ * The pure parts of the operator commands: thread names on the command line, the `threads list` query, and how a
+ * replay failure is turned into the event that diverged. (The commands themselves: test/worker/operator-cli.test.ts.)
+ */
+import { describe, expect, it } from 'vitest';
+import { UsageError } from '../../worker/commands/command';
+import {
+  coreMessage,
+  eventNames,
+  eventTypeName,
+  explicitEventId,
+  locateDivergence,
+  type JsonEvent,
+} from '../../worker/commands/divergence';
+import { formatThreadName, parseThreadName, threadArgument } from '../../worker/commands/thread-name';
+import { literal, threadListQuery } from '../../worker/commands/visibility';
+
+describe('thread names', () => {
+  it('reads RESOURCE/THREAD, percent-decoding each part, and prints what it reads', () => {
+    expect(parseThreadName('user-42/support')).toEqual({ resourceId: 'user-42', threadId: 'support' });
+    expect(parseThreadName('acme%2Fteam/t%251')).toEqual({ resourceId: 'acme/team', threadId: 't%1' });
+    for (const target of [
+      { resourceId: 'acme/team', threadId: 'a%2Fb' },
+      { resourceId: 'ü ñ', threadId: 't:1' },
+    ]) {
+      expect(parseThreadName(formatThreadName(target))).toEqual(target);
+    }
+    expect(formatThreadName({ resourceId: 'acme/team', threadId: 't1' })).toBe('acme%2Fteam/t1');
+  });
+
+  it('refuses what is not one resource and one thread, as a usage error', () => {
+    for (const name of ['support', 'a/b/c', '/t', 'r/', 'r/%E0%A4%A']) {
+      expect(() => parseThreadName(name)).toThrow(UsageError);
+    }
+    expect(() => parseThreadName('a/b/c')).toThrow(/%2F/);
+  });
+
+  it('takes --resource and --thread verbatim, both or neither', () => {
+    expect(threadArgument({ values: { resource: 'a/b', thread: '%41' }, positionals: ['call-1'] })).toEqual({
+      target: { resourceId: 'a/b', threadId: '%41' },
+      rest: ['call-1'],
+    });
+    expect(threadArgument({ values: {}, positionals: ['r/t', 'x'] })).toEqual({
+      target: { resourceId: 'r', threadId: 't' },
+      rest: ['x'],
+    });
+    expect(() => threadArgument({ values: { resource: 'r' }, positionals: [] })).toThrow(/go together/);
+    expect(() => threadArgument({ values: {}, positionals: [] })).toThrow(/Name the thread/);
+  });
+});
+
+describe('threads list query', () => {
+  it('lists thread workflows, each thread once, ANDed with the filters and a raw query', () => {
+    expect(threadListQuery({})).toBe(`WorkflowType = 'threadWorkflow' AND ExecutionStatus != 'ContinuedAsNew'`);
+    expect(
+      threadListQuery({
+        status: 'awaiting-approval',
+        agent: 'admin',
+        resource: "o'brien",
+        query: "StartTime > '2026'",
+      }),
+    ).toBe(
+      `WorkflowType = 'threadWorkflow' AND ExecutionStatus != 'ContinuedAsNew' AND ThreadlineStatus = 'awaiting-approval'` +
+        ` AND ThreadlineAgent = 'admin' AND ThreadlineResource = 'o\\'brien' AND (StartTime > '2026')`,
+    );
+  });
+
+  it('escapes quotes and backslashes in literals', () => {
+    expect(literal(`a'b\\c`)).toBe(`'a\\'b\\\\c'`);
+  });
+});
+
+describe('divergence', () => {
+  const sdkMessage = (core: string) =>
+    `Replay failed with a nondeterminism error. Details: Workflow activation completion failed: Failure { failure: Some(Failure { message: "${core}", source: "", stack_trace: "" }) }`;
+
+  it("extracts core's message and an event id it states", () => {
+    expect(coreMessage(sdkMessage('[TMPRL1100] Nondeterminism error: \\"x\\" differs'))).toBe(
+      '[TMPRL1100] Nondeterminism error: "x" differs',
+    );
+    expect(coreMessage('plain')).toBe('plain');
+    expect(explicitEventId('History is out of order. Last processed event: 23, event id: 26')).toBe(26);
+    expect(explicitEventId('No command scheduled for event HistoryEvent(id: 9, TimerStarted)')).toBe(9);
+    expect(explicitEventId("Activity type of scheduled event 'a' does not match 'b'")).toBeUndefined();
+  });
+
+  it('names event types and what an event names', () => {
+    expect(eventTypeName('EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED')).toBe('WorkflowExecutionUpdateAccepted');
+    const scheduled = event(5, 'ACTIVITY_TASK_SCHEDULED', {
+      activityTaskScheduledEventAttributes: { activityId: '3', activityType: { name: 'runStep' } },
+    });
+    expect(eventNames(scheduled)).toEqual(['runStep', '3']);
+    expect(eventNames(event(6, 'WORKFLOW_TASK_STARTED'))).toEqual([]);
+  });
+
+  it('bisects by workflow task and picks the event the message names in the first failing task', async () => {
+    // Tasks start at events 3, 9 and 15; the replay fails once it reaches the activity 'b' of the second task.
+    const events = [
+      event(1, 'WORKFLOW_EXECUTION_STARTED'),
+      event(2, 'WORKFLOW_TASK_SCHEDULED'),
+      event(3, 'WORKFLOW_TASK_STARTED'),
+      event(4, 'WORKFLOW_TASK_COMPLETED'),
+      activity(5, 'a'),
+      event(6, 'ACTIVITY_TASK_STARTED'),
+      event(7, 'ACTIVITY_TASK_COMPLETED'),
+      event(8, 'WORKFLOW_TASK_SCHEDULED'),
+      event(9, 'WORKFLOW_TASK_STARTED'),
+      event(10, 'WORKFLOW_TASK_COMPLETED'),
+      activity(11, 'b'),
+      event(12, 'ACTIVITY_TASK_STARTED'),
+      event(13, 'ACTIVITY_TASK_COMPLETED'),
+      event(14, 'WORKFLOW_TASK_SCHEDULED'),
+      event(15, 'WORKFLOW_TASK_STARTED'),
+    ];
+    const replayed: number[] = [];
+    const replay = async (prefix: JsonEvent[]) => {
+      replayed.push(prefix.length);
+      return prefix.some((e) => eventNames(e).includes('b')) ? new Error('diverged') : undefined;
+    };
+    const error = new Error(sdkMessage("Activity type of scheduled event 'b' does not match activity command 'c'"));
+    expect(await locateDivergence(events, error, replay)).toEqual({
+      eventId: 11,
+      eventType: 'ActivityTaskScheduled',
+      name: 'b',
+      message: "Activity type of scheduled event 'b' does not match activity command 'c'",
+    });
+    expect(replayed.length).toBeLessThanOrEqual(2);
+
+    // No name to go by: the first event the failing task's commands produced.
+    const unnamed = await locateDivergence(events, new Error('something else'), replay);
+    expect(unnamed.eventId).toBe(11);
+
+    // An id in the message wins without replaying.
+    replayed.length = 0;
+    const stated = await locateDivergence(
+      events,
+      new Error(sdkMessage('Last processed event: 4, event id: 7')),
+      replay,
+    );
+    expect(stated).toMatchObject({ eventId: 7, eventType: 'ActivityTaskCompleted' });
+    expect(replayed).toEqual([]);
+  });
+});
+
+function event(id: number, type: string, attributes: Record<string, unknown> = {}): JsonEvent {
+  return { eventId: String(id), eventType: `EVENT_TYPE_${type}`, ...attributes };
+}
+
+function activity(id: number, name: string): JsonEvent {
+  return event(id, 'ACTIVITY_TASK_SCHEDULED', {
+    activityTaskScheduledEventAttributes: { activityId: String(id), activityType: { name } },
+  });
+}
