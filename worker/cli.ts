@@ -101,6 +101,15 @@ const commands: Record<string, Command | CommandGroup> = {
       return EXIT.ok;
     },
   },
+  setup: {
+    summary:
+      "Register Threadline's search attributes in the namespace (once per namespace, before workers start; running it again changes nothing).",
+    examples: ['threadline setup', 'TEMPORAL_PROFILE=prod TEMPORAL_NAMESPACE=threads threadline setup'],
+    async run({ env, out }) {
+      const { runSetup } = await import('./setup');
+      return runSetup(env, out);
+    },
+  },
   doctor: doctorCommand,
   threads: threadsCommand,
   thread: threadCommand,

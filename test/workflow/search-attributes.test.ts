@@ -28,7 +28,7 @@ import {
   threadSearchAttributes,
 } from '../../protocol/search-attributes';
 import { createWorker } from '../../worker/index';
-import { runSetup } from '../../worker/setup';
+import { runCli } from '../../worker/cli';
 import { SearchAttributesError, checkSearchAttributes, registerSearchAttributes } from '../../worker/search-attributes';
 import { afterFinishes, collectUntil, startHarness, testAgent, type Harness } from '../support/harness';
 
@@ -250,9 +250,12 @@ describe('threadline setup', () => {
 
   it('answers that the test server has every attribute already, and changes nothing (idempotent)', async () => {
     const out: string[] = [];
+    const err: string[] = [];
     for (let i = 0; i < 2; i++) {
-      expect(await runSetup({ TEMPORAL_ADDRESS: h.address }, (text) => out.push(text))).toBe(0);
+      const io = { out: (text: string) => out.push(text), err: (text: string) => err.push(text) };
+      expect(await runCli(['setup'], { TEMPORAL_ADDRESS: h.address }, io)).toBe(0);
     }
+    expect(err).toEqual([]);
     expect(out[0]).toBe(out[1]);
     expect(out[1]).toContain('Nothing to do');
     for (const key of threadSearchAttributes) expect(out[1]).toMatch(new RegExp(`${key.name} .* already registered`));
