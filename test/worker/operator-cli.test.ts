@@ -4,10 +4,12 @@
  * call), `tail` and `doctor` also as real processes for their exit codes and Ctrl-C.
  */
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { msToTs } from '@temporalio/common/lib/time';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { z } from 'zod';
 import { defineAgent } from '../../agents/agent';
@@ -490,6 +492,30 @@ describe('doctor', () => {
     expect(run.out).toMatch(/^FAIL {2}Redis: redis:\/\/127\.0\.0\.1:1/m);
     expect(run.out).toMatch(/^FAIL {2}Model endpoint: GET http:\/\/127\.0\.0\.1:1\/v1\/models/m);
     expect(run.out).toContain('3 check(s) failed.');
+  });
+
+  it('fails in a namespace without the search attributes, saying to run `threadline setup`', async () => {
+    const namespace = `fresh-${randomUUID()}`;
+    await h.temporal.connection.workflowService.registerNamespace({
+      namespace,
+      workflowExecutionRetentionPeriod: msToTs('1 day'),
+    });
+    // A new namespace reaches the server's namespace cache within a few seconds.
+    await vi.waitFor(
+      async () => {
+        const run = await cli(['doctor', '--json'], { TEMPORAL_NAMESPACE: namespace });
+        const report = JSON.parse(run.out) as {
+          checks: { name: string; status: string; detail: string; fix?: string }[];
+        };
+        expect(report.checks.find((c) => c.name === 'Search attributes')).toMatchObject({
+          status: 'fail',
+          detail: expect.stringContaining('missing ThreadlineStatus'),
+          fix: expect.stringContaining('threadline setup'),
+        });
+        expect(run.code).toBe(1);
+      },
+      { timeout: 30_000, interval: 500 },
+    );
   });
 
   it('an unreachable server fails the commands with exit 1 and the fix', async () => {

@@ -4,7 +4,7 @@
  * skipped when it failed.
  */
 import type { Connection } from '@temporalio/client';
-import { searchAttributeTypeName, threadSearchAttributes } from '../../protocol/search-attributes';
+import { searchAttributeTypeName } from '../../protocol/search-attributes';
 import { temporalAddress, type Settings } from '../../config/settings';
 import { EXIT, type Command } from './command';
 import { json } from './format';
@@ -91,21 +91,20 @@ export async function runChecks(settings: Settings): Promise<Check[]> {
 }
 
 async function searchAttributeCheck(name: string, connection: Connection, namespace: string): Promise<Check> {
-  const { encodeSearchAttributeIndexedValueType } = await import('@temporalio/common/lib/search-attributes');
+  const { inspectSearchAttributes } = await import('../search-attributes');
   try {
-    const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
-    const problems = threadSearchAttributes.flatMap((key) => {
-      const registered = customAttributes?.[key.name];
-      if (registered === undefined || registered === null) return [`${key.name} is missing`];
-      if (registered !== encodeSearchAttributeIndexedValueType(key.type)) {
-        return [`${key.name} has another type than ${searchAttributeTypeName(key.type)}`];
-      }
-      return [];
-    });
-    if (problems.length === 0) {
-      return pass(name, threadSearchAttributes.map((key) => key.name).join(', '));
-    }
-    return fail(name, problems.join('; '), 'Run `threadline setup` (it registers them in the namespace).');
+    const { present, missing, mismatched } = await inspectSearchAttributes(connection, namespace);
+    if (missing.length === 0 && mismatched.length === 0) return pass(name, present.join(', '));
+    const problems = [
+      ...(missing.length ? [`missing ${missing.map((key) => key.name).join(', ')}`] : []),
+      ...mismatched.map(
+        ({ key, registered }) => `${key.name} is ${registered}, Threadline needs ${searchAttributeTypeName(key.type)}`,
+      ),
+    ];
+    const fix = mismatched.length
+      ? 'Temporal cannot change a type: remove the attribute (`temporal operator search-attribute remove --name …`), then run `threadline setup`.'
+      : 'Run `threadline setup` (it registers them in the namespace).';
+    return fail(name, problems.join('; '), fix);
   } catch (err) {
     return fail(
       name,
