@@ -295,6 +295,7 @@ describe('where the environment is read', () => {
       'worker/start.ts',
       'worker/cli.ts',
       'worker/temporal-cli.ts', // its own `npm run temporal:setup` entry, and the default of an `env` option
+      'worker/setup.ts', // `threadline setup`'s own entry (the compose file's setup service)
       'gateway/main.ts',
       'client/connect.ts', // connect() without a client: documented
     ]);

@@ -16,6 +16,7 @@ import { defineAgent } from '../../agents/agent';
 import { createBus } from '../../bus';
 import type { EventBus } from '../../bus/types';
 import type { ThreadEvent } from '../../protocol/events';
+import { threadKey } from '../../protocol/ids';
 import type { ThreadTarget } from '../../protocol/schemas';
 import type { MessagesPage, RecordPage, ThreadView } from '../../protocol/views';
 import { runCli } from '../../worker/cli';
@@ -375,11 +376,20 @@ describe('history', () => {
     // Started by the harness's client, so that the thread has its low continue-as-new threshold.
     const t = h.thread();
     const stream = h.client.subscribeToThread(t).stream;
-    for (let i = 1; i <= 4; i++) {
-      h.model.enqueue({ text: `answer ${i}` });
-      await h.client.agent('tester').sendMessage(`turn ${i}`, t);
+    let turns = 0;
+    const turn = async () => {
+      turns += 1;
+      h.model.enqueue({ text: `answer ${turns}` });
+      await h.client.agent('tester').sendMessage(`turn ${turns}`, t);
       await collectUntil(stream, afterFinishes(1));
-    }
+    };
+    // Turns until the thread has continued as new (how many depends on how the server batched the turns' events),
+    // then one more, so the second execution has a model step of its own.
+    const handle = h.client.temporal.workflow.getHandle(threadKey(t.resourceId, t.threadId));
+    await turn();
+    const firstRunId = (await handle.describe()).runId;
+    while (turns < 12 && (await handle.describe()).runId === firstRunId) await turn();
+    await turn();
     const file = join(dir, 'thread.history.json');
     const exported = await cli(['history', 'export', name(t), '--out', file, '--json']);
     expect(exported.code, exported.err).toBe(0);
