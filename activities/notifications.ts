@@ -1,5 +1,5 @@
 /**
- * The user-code part of notification delivery: an agent's `decide()` callback (SPEC §4.2, first in precedence).
+ * The user-code part of notification delivery: an agent's `decide()` callback (behaviour §4.2, first in precedence).
  * Runs as a regular activity; what it answers is recorded, so the workflow replays without calling it again.
  */
 import { ApplicationFailure } from '@temporalio/common';

@@ -183,7 +183,7 @@ async function step(deps: StepDeps, agent: AgentDefinition, input: StepInput, st
 }
 
 /**
- * Marks the calls whose tool requires approval (SPEC §2.4; the workflow parks the run on them) and the calls of
+ * Marks the calls whose tool requires approval (behaviour §2.4; the workflow parks the run on them) and the calls of
  * built-in tools the workflow runs itself.
  */
 async function markApprovals(agent: AgentDefinition, input: StepInput, calls: ToolCall[]): Promise<void> {
@@ -212,7 +212,7 @@ async function markApprovals(agent: AgentDefinition, input: StepInput, calls: To
 }
 
 /**
- * Runs the agent's processors in order (SPEC §2.3). Each signal a processor sends joins this step's input at once
+ * Runs the agent's processors in order (behaviour §2.3). Each signal a processor sends joins this step's input at once
  * (later processors see it), is echoed before the model output, and returns to the workflow with the step's result.
  */
 async function runProcessors(
@@ -271,7 +271,7 @@ async function runProcessors(
 }
 
 /**
- * A processor that owns a state lane computes it (SPEC §3.2). What it returns is deduped against the lane's
+ * A processor that owns a state lane computes it (behaviour §3.2). What it returns is deduped against the lane's
  * latest state (same cacheKey and mode → nothing), unless that state is no longer in the window: then it is
  * re-emitted at the same version, so the model sees the current state again.
  */

@@ -46,7 +46,7 @@ export type DecideResult =
   | null
   | undefined;
 
-/** `defineAgent({ notifications })` (SPEC §4.2). */
+/** `defineAgent({ notifications })` (behaviour §4.2). */
 export interface AgentNotifications {
   deliveryPolicy?: DeliveryPolicyConfig & {
     /** First in precedence; return nothing to fall through to `sources`, `priorities`, `default`, built-in. */
@@ -61,7 +61,7 @@ export interface AgentTool<I = unknown, O = unknown> {
   inputSchema: z.ZodType<I>;
   execute(input: I, context: ToolContext): O | Promise<O>;
   /**
-   * The run parks until a human approves or declines the call (SPEC §2.4): `true`, or a predicate on the call's
+   * The run parks until a human approves or declines the call (behaviour §2.4): `true`, or a predicate on the call's
    * input (e.g. only for protected branches).
    */
   requireApproval?: boolean | ((input: I, context: ApprovalContext) => boolean | Promise<boolean>);
@@ -89,7 +89,7 @@ export interface ProcessInputStepArgs {
   abortSignal: AbortSignal;
 }
 
-/** What `computeStateSignal` gets (SPEC §3.2), once per model step after `processInputStep`. */
+/** What `computeStateSignal` gets (behaviour §3.2), once per model step after `processInputStep`. */
 export interface ComputeStateSignalArgs {
   stepNumber: number;
   runId: string;
@@ -119,7 +119,7 @@ export interface ComputedStateSignal {
 }
 
 /**
- * Worker-side code that runs once per model step, before the model is called (SPEC §2.3). It may do I/O; what it
+ * Worker-side code that runs once per model step, before the model is called (behaviour §2.3). It may do I/O; what it
  * sends is recorded durably with the step's result. It is responsible for not sending the same context twice.
  */
 export interface Processor {

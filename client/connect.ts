@@ -200,7 +200,7 @@ export class ThreadlineClient {
   }
 
   /**
-   * Notifications (SPEC §4.1), with update-with-start: the first one creates the thread. Answers what the thread
+   * Notifications (behaviour §4.1), with update-with-start: the first one creates the thread. Answers what the thread
    * did with each (record id, status, action, coalesced).
    */
   async submitNotifications(target: ThreadTarget, batch: NotificationBatch): Promise<NotificationSendResult> {
@@ -264,7 +264,7 @@ export class ThreadlineClient {
     }
   }
 
-  /** `seen` / `dismiss` / `archive` (SPEC §4.4). Unknown thread or record → NotFoundError. */
+  /** `seen` / `dismiss` / `archive` (behaviour §4.4). Unknown thread or record → NotFoundError. */
   async changeNotificationStatus(
     target: ThreadTarget,
     ids: string[],
@@ -296,7 +296,7 @@ export class ThreadlineClient {
   }
 
   /**
-   * Approves or declines the tool call a run is parked on (SPEC §2.4). Unknown thread or tool call → NotFoundError
+   * Approves or declines the tool call a run is parked on (behaviour §2.4). Unknown thread or tool call → NotFoundError
    * (404); a call already decided → ConflictError (409).
    */
   async sendToolApproval(target: ThreadTarget & ToolApproval): Promise<ToolApprovalResult> {
@@ -372,7 +372,7 @@ export class ThreadlineClient {
   }
 }
 
-/** One agent's view of threads: the SPEC §6 client API. */
+/** One agent's view of threads: the behaviour §6 client API. */
 export class AgentClient {
   constructor(
     private readonly client: ThreadlineClient,
@@ -392,7 +392,7 @@ export class AgentClient {
   }
 
   /**
-   * System-generated context (SPEC §2.2): `reactive` (default tag `system-reminder`), `notification`, `user`.
+   * System-generated context (behaviour §2.2): `reactive` (default tag `system-reminder`), `notification`, `user`.
    * `ifActive.behavior`: deliver | persist | discard | interrupt; `ifIdle.behavior`: wake | persist | discard.
    * @example await agent.sendSignal({ type: 'notification', contents: 'CI failed' }, { ...thread, ifIdle: { behavior: 'persist' } })
    */
@@ -402,7 +402,7 @@ export class AgentClient {
   }
 
   /**
-   * Keeps a state lane current (SPEC §3.1). The same cacheKey and mode as the lane's latest state → `skipped`
+   * Keeps a state lane current (behaviour §3.1). The same cacheKey and mode as the lane's latest state → `skipped`
    * (`reason: 'unchanged'`); otherwise the lane's version goes up and the state is routed like a signal.
    * @example await agent.sendStateSignal({ id: 'browser', cacheKey: 'https://example.com:3-tabs', contents: 'Browser is open.' }, { ...thread, ifIdle: { behavior: 'persist' } })
    */
@@ -421,7 +421,7 @@ export class AgentClient {
   }
 
   /**
-   * Drops one or more notifications into the thread's inbox (SPEC §4). Records coalesce by dedupeKey/coalesceKey;
+   * Drops one or more notifications into the thread's inbox (behaviour §4). Records coalesce by dedupeKey/coalesceKey;
    * the agent's delivery policy decides what the model sees, and when.
    * @example await agent.sendNotificationSignal({ source: 'github', kind: 'ci-status', priority: 'high', summary: 'CI failed on main.', dedupeKey: 'github:acme/app:main:ci' }, thread)
    */

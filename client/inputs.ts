@@ -129,7 +129,7 @@ export function messageInput(
   return checkInput(input, options.limits);
 }
 
-/** A signal (SPEC §2.2) addressed to a thread: legacy types normalised, names checked here, never first in a prompt. */
+/** A signal (behaviour §2.2) addressed to a thread: legacy types normalised, names checked here, never first in a prompt. */
 export function signalInput(
   agentId: string,
   signal: SignalInput,
@@ -157,7 +157,7 @@ export function signalInput(
 }
 
 /**
- * A state signal (SPEC §3.1) addressed to a thread: `id` is the lane, `signalId` (or the Idempotency-Key) the input's
+ * A state signal (behaviour §3.1) addressed to a thread: `id` is the lane, `signalId` (or the Idempotency-Key) the input's
  * idempotency key. Routed like any signal; the thread skips it when the lane's latest state has the same cacheKey
  * and mode.
  */

@@ -1,5 +1,5 @@
 /**
- * API keys and tenancy (SPEC §6 Auth). Each key is bound to the `resourceId`s it may act on (`"*"` = all). Without
+ * API keys and tenancy (behaviour §6 Auth). Each key is bound to the `resourceId`s it may act on (`"*"` = all). Without
  * keys the gateway runs in local development mode: every caller may act on every thread.
  *
  * Requests are identified once, by middleware on `/api/*` (401 for a missing or unknown key); every route that names

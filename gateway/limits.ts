@@ -1,5 +1,5 @@
 /**
- * The gateway's own limits (SPEC §8): requests per caller (a token bucket each) and open subscriptions per thread.
+ * The gateway's own limits (behaviour §8): requests per caller (a token bucket each) and open subscriptions per thread.
  * Both answer 429 when exceeded; neither ever drops or delays a request silently. They count per gateway process:
  * with N gateways behind a load balancer, a caller gets up to N times the rate.
  */

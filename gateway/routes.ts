@@ -275,7 +275,7 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
     defineRoute({
       method: 'post',
       path: '/api/agents/:agentId/state-signals',
-      summary: 'Keep a state lane current: skipped when the lane already has this cacheKey and mode (SPEC §3.1).',
+      summary: 'Keep a state lane current: skipped when the lane already has this cacheKey and mode (behaviour §3.1).',
       description:
         'Body `{ signal: { id, mode?, cacheKey, contents, value?, delta?, signalId?, tagName?, attributes? }, ' +
         'resourceId, threadId, ifActive?, ifIdle? }`. Answers `{ accepted, action, version, signalId, runId?, ' +
@@ -292,7 +292,7 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
     defineRoute({
       method: 'post',
       path: '/api/agents/:agentId/send-tool-approval',
-      summary: 'Approve or decline the tool call a run is parked on (SPEC §2.4); the answer continues on the stream.',
+      summary: 'Approve or decline the tool call a run is parked on (behaviour §2.4); the answer continues on the stream.',
       description:
         'Answers `{ accepted, runId, toolCallId, status }`. 404: no such thread or no run waits for this tool ' +
         'call; 409: the call was already approved or declined.',
@@ -399,7 +399,7 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
     defineRoute({
       method: 'post',
       path: '/api/agents/:agentId/notifications',
-      summary: "Drop one or more notifications into the thread's inbox (SPEC §4); the delivery policy decides.",
+      summary: "Drop one or more notifications into the thread's inbox (behaviour §4); the delivery policy decides.",
       description:
         'Body `{ notification | notifications, resourceId, threadId }`. Answers `{ accepted, notifications: [{ id, ' +
         'status, action, coalesced, coalescedCount, deliveryReason? }], duplicate? }`. Idempotency key of the send: ' +

@@ -135,7 +135,7 @@ export function streamThread(
 
 /**
  * One subscriber's frames waiting for its socket, and the writer that drains them. `push` never waits: it answers
- * false (and queues nothing) once the frames waiting, with the write in flight, would pass `maxBytes`.
+ * false (and queues nothing) when the frames waiting, with the write in flight, would pass `maxBytes` with this one.
  */
 class Outbox {
   private waiting: { text: string; bytes: number }[] = [];
@@ -158,7 +158,8 @@ class Outbox {
 
   push(text: string): boolean {
     const bytes = Buffer.byteLength(text);
-    if (this.bytes + bytes > this.maxBytes) {
+    // One frame always fits an empty queue: an event larger than the bound (a big snapshot) is not a slow client.
+    if (!this.idle && this.bytes + bytes > this.maxBytes) {
       this.bytes += bytes;
       return false;
     }

@@ -1,5 +1,5 @@
 /**
- * The Threadline client SDK over HTTP (SPEC §6): the same methods as `connect()`, talking to a gateway with `fetch`.
+ * The Threadline client SDK over HTTP (behaviour §6): the same methods as `connect()`, talking to a gateway with `fetch`.
  * Runs in browsers and Node (only `fetch`, `ReadableStream`, `TextDecoder`, `AbortController`).
  */
 import type { SubscribeOptions } from '../protocol/api';
@@ -108,7 +108,7 @@ export class ThreadlineHttpClient {
     this.retries = options.retries ?? 2;
   }
 
-  /** The SPEC §6 methods for one agent. */
+  /** The behaviour §6 methods for one agent. */
   agent(agentId: string): HttpAgent {
     return new HttpAgent(this, agentId);
   }
@@ -259,7 +259,7 @@ export class ThreadlineHttpClient {
   }
 }
 
-/** One agent's view of threads over HTTP: the SPEC §6 client API. */
+/** One agent's view of threads over HTTP: the behaviour §6 client API. */
 export class HttpAgent {
   constructor(
     private readonly client: ThreadlineHttpClient,
@@ -296,7 +296,7 @@ export class HttpAgent {
   }
 
   /**
-   * System-generated context (SPEC §2.2): `reactive` (tag `system-reminder`), `notification`, `user`.
+   * System-generated context (behaviour §2.2): `reactive` (tag `system-reminder`), `notification`, `user`.
    * @example await agent.sendSignal({ type: 'notification', contents: 'CI failed' }, { ...thread, ifIdle: { behavior: 'persist' } })
    */
   sendSignal(signal: SignalInput, target: SendTarget, options: SendOptions = {}): Promise<HttpSendResult> {
@@ -305,7 +305,7 @@ export class HttpAgent {
   }
 
   /**
-   * Keeps a state lane current (SPEC §3.1); an unchanged `cacheKey` and `mode` answer `action: 'skipped'`.
+   * Keeps a state lane current (behaviour §3.1); an unchanged `cacheKey` and `mode` answer `action: 'skipped'`.
    * @example await agent.sendStateSignal({ id: 'browser', cacheKey: url, contents: `Open page: ${url}` }, { ...thread, ifIdle: { behavior: 'persist' } })
    */
   sendStateSignal(signal: StateSignalInput, target: SendTarget, options: SendOptions = {}): Promise<HttpSendResult> {
@@ -314,7 +314,7 @@ export class HttpAgent {
   }
 
   /**
-   * Drops one or more notifications into the thread's inbox (SPEC §4); the agent's delivery policy decides what the
+   * Drops one or more notifications into the thread's inbox (behaviour §4); the agent's delivery policy decides what the
    * model sees when. Not resent after a network error (use `dedupeKey` to make a resend coalesce).
    */
   sendNotificationSignal(
@@ -333,7 +333,7 @@ export class HttpAgent {
     });
   }
 
-  /** Approves or declines a tool call the run is parked on (SPEC §2.4); resumed events arrive on subscriptions. */
+  /** Approves or declines a tool call the run is parked on (behaviour §2.4); resumed events arrive on subscriptions. */
   sendToolApproval(request: ToolApprovalRequest): Promise<ToolApprovalResult> {
     const body: Record<string, unknown> = {
       resourceId: request.resourceId,

@@ -1,5 +1,5 @@
 /**
- * A thread subscription over HTTP (SPEC §5, §6): one SSE connection at a time, resumed from the last event id after a
+ * A thread subscription over HTTP (behaviour §5, §6): one SSE connection at a time, resumed from the last event id after a
  * drop, with capped exponential backoff and jitter.
  */
 import type { ThreadEvent } from '../protocol/events';

@@ -1,7 +1,7 @@
 /**
  * The HTTP SDK's request and answer shapes. Shapes the gateway passes through from the thread are the TypeScript
  * client's and the workflow's own types, imported as types only (they vanish at build time: nothing of zod, Temporal
- * or Node reaches a browser bundle); notification shapes follow SPEC §4.
+ * or Node reaches a browser bundle); notification shapes follow behaviour §4.
  */
 import type { SendTarget } from '../protocol/api';
 import type {

@@ -15,7 +15,7 @@ export interface AgentProfile {
   notifications?: { deliveryPolicy?: DeliveryPolicyConfig; digestWindowMs?: number; hasDecide: boolean };
 }
 
-/** What the delivery policy decided for one notification (SPEC §4.2). */
+/** What the delivery policy decided for one notification (behaviour §4.2). */
 export interface DeliveryDecision {
   action: DeliveryAction;
   /** Absolute time (ms since the epoch) of a deferred full delivery. */

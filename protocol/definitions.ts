@@ -34,10 +34,10 @@ export const abortThreadUpdate = update<AbortResult, [{ clearPendingSignals?: bo
 /** Removes queued runs that have not started; answers the input ids actually removed. */
 export const cancelQueuedUpdate = update<{ cancelledSignalIds: string[] }, [{ signalIds: string[] }]>('cancelQueued');
 
-/** Approves or declines a tool call the run is parked on (SPEC §2.4). Unknown → rejected; decided → rejected. */
+/** Approves or declines a tool call the run is parked on (behaviour §2.4). Unknown → rejected; decided → rejected. */
 export const approveToolUpdate = update<ToolApprovalResult, [ToolApproval]>('approveTool');
 
-/** Fire-and-forget notifications (SPEC §4): for webhook receivers in any language. Bad payloads are dropped. */
+/** Fire-and-forget notifications (behaviour §4): for webhook receivers in any language. Bad payloads are dropped. */
 export const sendNotificationSignal = signal<[NotificationBatch]>('sendNotification');
 /** Notifications answered with what the thread did with each (record id, status, action, coalesced). */
 export const submitNotificationsUpdate = update<NotificationSendResult, [NotificationBatch]>('submitNotifications');

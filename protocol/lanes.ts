@@ -1,12 +1,12 @@
 /**
- * State lanes (SPEC §3): named, thread-scoped context that changes over time (browser state, editor state, a
+ * State lanes (behaviour §3): named, thread-scoped context that changes over time (browser state, editor state, a
  * monitor's latest result). Pure functions over plain data: dedupe, versioning, "is the current state inside the
  * window the model will see", and the copies that put it back when it fell out.
  */
 import type { StateInfo, StateMode } from './schemas';
 import type { InputMessage, StoredMessage } from './messages';
 
-/** What the thread tracks per lane (SPEC §3.1), as the API shows it. */
+/** What the thread tracks per lane (behaviour §3.1), as the API shows it. */
 export interface LaneTracking {
   currentCacheKey: string;
   currentMode: StateMode;
@@ -54,7 +54,7 @@ export function nextVersion(lane: Lane | undefined, state: Pick<StateInfo, 'cach
 }
 
 /**
- * The version of a processor-computed state (SPEC §3.2), or null when it is the lane's current state and the window
+ * The version of a processor-computed state (behaviour §3.2), or null when it is the lane's current state and the window
  * still shows it (nothing to emit). The current state again because its snapshot left the window keeps its version.
  */
 export function computedStateVersion(

@@ -53,7 +53,7 @@ export interface ToolCall {
   toolCallId: string;
   toolName: string;
   input: unknown;
-  /** Set by the step when the tool requires approval (SPEC §2.4): the run parks until a human decides. */
+  /** Set by the step when the tool requires approval (behaviour §2.4): the run parks until a human decides. */
   approval?: { timeoutMs?: number };
   /** A tool the workflow itself runs on thread state (the notification inbox), not an activity. */
   builtin?: 'notification-inbox';

@@ -1,5 +1,5 @@
 /**
- * How inputs reach the model: XML wrapping and escaping (SPEC §2.2 "Rendering"). Pure, sandbox-safe.
+ * How inputs reach the model: XML wrapping and escaping (behaviour §2.2 "Rendering"). Pure, sandbox-safe.
  */
 import type { Attributes, Contents, FilePart, SignalType } from './schemas';
 

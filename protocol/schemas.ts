@@ -169,7 +169,7 @@ export const threadTargetSchema = z
   });
 export type ThreadTarget = z.infer<typeof threadTargetSchema>;
 
-/** Signal types a caller may send, with the legacy names older clients use (SPEC §2.2). */
+/** Signal types a caller may send, with the legacy names older clients use (behaviour §2.2). */
 export const legacySignalTypes: Record<string, SignalType> = {
   user: 'user',
   reactive: 'reactive',
@@ -211,12 +211,12 @@ export const signalSchema = z
   .strict();
 export type SignalInput = z.input<typeof signalSchema>;
 
-/** A required string whose absence gets the SPEC's own message (not zod's generic one). */
+/** A required string whose absence gets the documented message (not zod's generic one). */
 const requiredString = (message: string) =>
   z.string({ error: (issue) => (issue.input === undefined ? message : 'must be a string') }).min(1, message);
 
 /**
- * `sendStateSignal`'s state (SPEC §3.1): `id` names the lane, `cacheKey` is the producer's key for "this exact
+ * `sendStateSignal`'s state (behaviour §3.1): `id` names the lane, `cacheKey` is the producer's key for "this exact
  * state". `cacheKey` and `mode` are tracking data, never XML attributes; `value`/`delta` travel in the stored
  * message's metadata for processors and the API.
  */
@@ -302,7 +302,7 @@ export type DeliveryAction = (typeof deliveryActions)[number];
 
 const shortText = (max: number) => z.string().min(1, 'must not be empty').max(max);
 
-/** One notification as an integration sends it (SPEC §4.1). */
+/** One notification as an integration sends it (behaviour §4.1). */
 export const notificationInputSchema = z
   .object({
     source: shortText(128),
@@ -359,7 +359,7 @@ export const notificationStatusRequestSchema = z
   .strict();
 export type NotificationStatusRequest = z.infer<typeof notificationStatusRequestSchema>;
 
-/** The inbox tool's input (SPEC §4.4). */
+/** The inbox tool's input (behaviour §4.4). */
 export const inboxToolInputSchema = z
   .object({
     action: z.enum(inboxToolActions),
@@ -378,7 +378,7 @@ export const inboxToolInputSchema = z
   });
 export type InboxToolInput = z.output<typeof inboxToolInputSchema>;
 
-/** `sendToolApproval` (SPEC §2.4), as the workflow's `approveTool` update receives it. */
+/** `sendToolApproval` (behaviour §2.4), as the workflow's `approveTool` update receives it. */
 export const toolApprovalSchema = z
   .object({
     toolCallId: idString,

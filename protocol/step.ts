@@ -21,7 +21,7 @@ export interface StepPlan {
   lanes?: StepLane[];
 }
 
-/** A processor-owned lane as the step sees it (SPEC §3.2). */
+/** A processor-owned lane as the step sees it (behaviour §3.2). */
 export interface StepLane {
   laneId: string;
   tracking: LaneTracking;

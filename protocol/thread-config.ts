@@ -25,7 +25,7 @@ export interface ThreadConfig {
   rememberNotificationBatches: number;
   /** Notification records kept per thread; beyond it the oldest closed ones leave (pending ones never do). */
   maxInboxRecords: number;
-  /** Failed deliveries of one notification before it becomes `failed` (SPEC §4.3). */
+  /** Failed deliveries of one notification before it becomes `failed` (behaviour §4.3). */
   maxDeliveryAttempts: number;
   /** First retry delay after a failed delivery; doubles per attempt (at most a minute). */
   notificationRetryMs: number;

@@ -52,7 +52,7 @@ export interface RecordPage {
 
 export type ApprovalStatus = 'waiting' | 'approved' | 'declined';
 
-/** `sendToolApproval` (SPEC §2.4). */
+/** `sendToolApproval` (behaviour §2.4). */
 export interface ToolApproval {
   toolCallId: string;
   approved: boolean;

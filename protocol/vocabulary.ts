@@ -53,5 +53,5 @@ export const MAX_NOTIFICATIONS_PER_SEND = 100;
 
 export const notificationStatusChanges = ['seen', 'dismiss', 'archive'] as const;
 
-/** The inbox tool's actions (SPEC §4.4). */
+/** The inbox tool's actions (behaviour §4.4). */
 export const inboxToolActions = ['list', 'read', 'markSeen', 'dismiss', 'archive', 'search'] as const;

@@ -1,5 +1,5 @@
 /**
- * Which way a notification reaches the model (SPEC §4.2). A pure function of the notification, the thread's state
+ * Which way a notification reaches the model (behaviour §4.2). A pure function of the notification, the thread's state
  * (read from the workflow itself) and the agent's policy: no clock, no I/O. `decide()` callbacks are user code and
  * run in an activity; their answer comes in here as `decided`.
  */
@@ -11,7 +11,7 @@ export interface PolicyInput {
   priority: NotificationPriority;
 }
 
-/** Built-in table (SPEC §4.2), by priority and thread state. */
+/** Built-in table (behaviour §4.2), by priority and thread state. */
 export function builtInDecision(priority: NotificationPriority, active: boolean): DeliveryDecision {
   switch (priority) {
     case 'urgent':

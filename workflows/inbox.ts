@@ -1,5 +1,5 @@
 /**
- * The notification inbox (SPEC §4.1, §4.4) as plain data and pure functions: records, coalescing, filters and
+ * The notification inbox (behaviour §4.1, §4.4) as plain data and pure functions: records, coalescing, filters and
  * paging, the summary line. Routing the signals they become is the thread's job (`state/notifications.ts`).
  */
 import type { Attributes, NotificationPriority, NotificationStatus, ParsedNotification } from '../protocol/schemas';
@@ -20,7 +20,7 @@ export function isClosed(record: NotificationRecord): boolean {
   return closedStatuses.has(record.status);
 }
 
-/** A pending record of the same source and kind with an equal dedupeKey or coalesceKey (SPEC §4.1). */
+/** A pending record of the same source and kind with an equal dedupeKey or coalesceKey (behaviour §4.1). */
 export function findCoalescable(
   records: readonly NotificationRecord[],
   input: ParsedNotification,
@@ -164,7 +164,7 @@ export function pageOf(
   return { notifications: page, hasMore, nextCursor: hasMore && last ? `${last.createdAt}:${last.id}` : null };
 }
 
-/** A record as lists show it: without payload and metadata (SPEC §4.4). */
+/** A record as lists show it: without payload and metadata (behaviour §4.4). */
 export function withoutBody(record: NotificationRecord): Omit<NotificationRecord, 'payload' | 'metadata'> {
   const { payload: _payload, metadata: _metadata, ...rest } = record;
   return rest;

@@ -468,7 +468,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       return;
     }
     thread.completeStep(plan, result);
-    // A tool that needs approval parks the run (SPEC §2.4); the main loop resumes it once a human decided.
+    // A tool that needs approval parks the run (behaviour §2.4); the main loop resumes it once a human decided.
     if (thread.parkTools(plan, result)) return;
     if (result.toolCalls.length > 0) {
       // Tools finish even when interrupted (their results belong to the step); only an abort cancels them.

@@ -1,5 +1,5 @@
 /**
- * `createNotificationInboxTool()` (SPEC §4.4): one tool, id `notification-inbox`, for the agent's inbox. The
+ * `createNotificationInboxTool()` (behaviour §4.4): one tool, id `notification-inbox`, for the agent's inbox. The
  * workflow runs it on the thread's own state (it is marked `builtin`); `read` delivers the full notification as a
  * signal, not as the tool's output.
  */

@@ -1,5 +1,5 @@
 /**
- * Many machines, for real (issue 4, SPEC §2.4, §5 and §7): two worker processes and two gateway processes on one dev
+ * Many machines, for real (issue 4, behaviour §2.4, §5 and §7): two worker processes and two gateway processes on one dev
  * server and one Redis, all on loopback, driven over HTTP and SSE like a browser would. Workers and gateways die by
  * SIGKILL. Tools run in the worker processes; they record each call in a file the test reads (test-agents.ts).
  *
@@ -409,7 +409,7 @@ describe('two gateways and two workers on one Redis', { timeout: 5 * WAIT_MS }, 
     expect(results.map((e) => e.payload)).toEqual([
       expect.objectContaining({ toolCallId, toolName: 'deleteRepo', output: 'deleted acme/app' }),
     ]);
-    // SPEC §5: events come in the order the thread decided them — the approval, then the tool's result.
+    // behaviour §5: events come in the order the thread decided them — the approval, then the tool's result.
     expect(types.indexOf('tool-result')).toBeGreaterThan(types.lastIndexOf('tool-call-approval'));
     expect(types.lastIndexOf('step-start')).toBeGreaterThan(types.indexOf('tool-result'));
     expect(count(seen, 'start')).toBe(1);

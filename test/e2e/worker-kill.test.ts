@@ -1,5 +1,5 @@
 /**
- * Chaos, for real: workers are child processes and die by SIGKILL (SPEC §5 run-retry, §7 ownership, §3 lanes).
+ * Chaos, for real: workers are child processes and die by SIGKILL (behaviour §5 run-retry, §7 ownership, §3 lanes).
  * Another worker process takes over the thread; subscribers read the Redis bus from this process.
  *
  * Temporal routes a thread's workflow tasks to the sticky queue of the worker that last ran it; after that worker

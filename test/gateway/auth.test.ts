@@ -1,5 +1,5 @@
 /**
- * SPEC §6 Auth over real HTTP on the real dev server: API keys bound to resourceIds, 401 without a known key, 403 on
+ * behaviour §6 Auth over real HTTP on the real dev server: API keys bound to resourceIds, 401 without a known key, 403 on
  * every route that names another resource's thread (streams included) with nothing changed, `*` keys, local
  * development mode, key settings from the environment or a file, and CORS for the browser SDK.
  */

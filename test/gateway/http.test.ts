@@ -1,5 +1,5 @@
 /**
- * SPEC §2.1, §5, §6 and §8 over real HTTP: the gateway served on loopback, driven with `fetch`, on the real dev
+ * behaviour §2.1, §5, §6 and §8 over real HTTP: the gateway served on loopback, driven with `fetch`, on the real dev
  * server. Sends and their results, idempotency keys, SSE streams and resume, thread state, and bad input.
  */
 import type { AgentSummary } from '../../protocol/api';
@@ -266,7 +266,7 @@ describe('sending messages', () => {
     expect(h.model.requests.slice(before).map((r) => userTurns(r.messages).at(-1))).toEqual(['m0', 'q1']);
 
     const idle = await get<ThreadView>(threadPath(t));
-    // toMatchObject: the view also carries the inbox counts (SPEC §6), which this test does not exercise.
+    // toMatchObject: the view also carries the inbox counts (behaviour §6), which this test does not exercise.
     expect(idle.body).toMatchObject({
       resourceId: t.resourceId,
       threadId: t.threadId,

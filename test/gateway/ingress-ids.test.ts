@@ -1,6 +1,6 @@
 /**
  * Ids and file parts the gateway must refuse with a 400 naming the field, over real HTTP on the real dev server
- * (SPEC §8): a thread id that is not well-formed Unicode, one whose percent-encoded workflow id is over Temporal's
+ * (behaviour §8): a thread id that is not well-formed Unicode, one whose percent-encoded workflow id is over Temporal's
  * limit although it is under the per-field 256 characters, and file parts the worker could never load. The limit
  * itself is checked against the server: exactly 1,000 encoded bytes start a thread, 1,001 Temporal refuses.
  */

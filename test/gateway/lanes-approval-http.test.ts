@@ -1,5 +1,5 @@
 /**
- * State lanes (SPEC §3), tool approval (SPEC §2.4) and the notification inbox (SPEC §4) over real HTTP, driven by the HTTP client SDK: the
+ * State lanes (behaviour §3), tool approval (behaviour §2.4) and the notification inbox (behaviour §4) over real HTTP, driven by the HTTP client SDK: the
  * `/state-signals` and `/send-tool-approval` routes, their errors (400/404/409), lanes in the thread view, and an
  * approval from a second client continuing the answer on the first client's subscription.
  */
@@ -110,7 +110,7 @@ describe('POST /api/agents/:agentId/send-tool-approval', () => {
   });
 });
 
-describe('notifications over HTTP (SPEC §4, §6)', () => {
+describe('notifications over HTTP (behaviour §4, §6)', () => {
   it('sends, lists with filters and paging, changes status, and answers 404 for unknown records', async () => {
     const t = h.thread();
     const agent = browser.agent('tester');

@@ -1,5 +1,5 @@
 /**
- * SPEC §8 limits at the gateway, over real HTTP on the real dev server: the per-caller token bucket (429 with
+ * behaviour §8 limits at the gateway, over real HTTP on the real dev server: the per-caller token bucket (429 with
  * Retry-After; per API key, per client address without keys, failed key attempts included) and open subscriptions
  * per thread (429). Rejected requests change nothing. The buckets refill so slowly here that no test depends on time.
  */

@@ -1,5 +1,5 @@
 /**
- * SPEC §6 and issue 4 part 8: an unmodified `@mastra/client-js` (`new MastraClient({ baseUrl })`, `getAgent(id)`)
+ * behaviour §6 and issue 4 part 8: an unmodified `@mastra/client-js` (`new MastraClient({ baseUrl })`, `getAgent(id)`)
  * drives Threadline threads through the gateway served on loopback, on the real dev server: `sendMessage`,
  * `queueMessage`, `sendSignal`, `subscribeToThread` + `processDataStream`, `sendToolApproval` and `abortThread`, with
  * their real signatures and what their callers read back. Where Mastra's fields cannot map, the gateway answers a

@@ -1,5 +1,5 @@
 /**
- * SPEC §6 `GET /api/openapi.json`: an OpenAPI 3.1 document generated from the route table and its zod schemas, that
+ * behaviour §6 `GET /api/openapi.json`: an OpenAPI 3.1 document generated from the route table and its zod schemas, that
  * documents every route the app serves (compared with Hono's own `app.routes`), so a route added later appears on
  * its own.
  */

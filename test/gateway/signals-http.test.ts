@@ -1,5 +1,5 @@
 /**
- * SPEC §2.2, §2.5, §6 and §8 over real HTTP: `POST /api/agents/:agentId/signals` (general and legacy types),
+ * behaviour §2.2, §2.5, §6 and §8 over real HTTP: `POST /api/agents/:agentId/signals` (general and legacy types),
  * `/threads/abort` and `/threads/cancel-queued`, their validation, and a bad raw Temporal signal, on the real dev
  * server with the gateway served on loopback.
  */
@@ -241,7 +241,7 @@ describe('POST /api/agents/:agentId/signals', () => {
       expect(h.model.requests.length).toBe(before);
     }
 
-    it('rejects an unknown type with the SPEC message', async () => {
+    it('rejects an unknown type with the documented messages', async () => {
       await rejects(
         'Invalid signal type: shout. Use a supported signal type and set tagName for custom XML tags.',
         (t) => ({ ...t, signal: { type: 'shout', contents: 'x' } }),
@@ -250,7 +250,7 @@ describe('POST /api/agents/:agentId/signals', () => {
       await rejects(/sendStateSignal/, (t) => ({ ...t, signal: { type: 'state', contents: 'x' } }));
     });
 
-    it('rejects an invalid tag name and an invalid attribute name with the SPEC messages', async () => {
+    it('rejects an invalid tag name and an invalid attribute name with the documented messages', async () => {
       await rejects('Invalid signal XML tag name: bad tag', (t) => ({
         ...t,
         signal: { type: 'reactive', tagName: 'bad tag', contents: 'x' },

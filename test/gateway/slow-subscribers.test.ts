@@ -1,5 +1,5 @@
 /**
- * Subscribers that stop reading (SPEC §5, §8), over real HTTP on loopback against the real dev server: raw TCP
+ * Subscribers that stop reading (behaviour §5, §8), over real HTTP on loopback against the real dev server: raw TCP
  * subscribers of one thread read their response head and then never read again, while the thread streams a long
  * answer. Each may cost the gateway a bounded buffer and is then dropped (connection closed, place freed, a log
  * line); meanwhile `/health`, another thread's JSON and SSE reads and a subscriber that reads are all answered; a

@@ -145,7 +145,7 @@ export const afterFinishes =
   (_event: ThreadEvent, all: ThreadEvent[]): boolean =>
     all.filter((e) => e.type === 'finish').length >= n;
 
-/** The SPEC §5 event order of an idle wake answered in one step with `deltas` text deltas. */
+/** The behaviour §5 event order of an idle wake answered in one step with `deltas` text deltas. */
 export function wakeEventTypes(deltas: number): string[] {
   return [
     'start',

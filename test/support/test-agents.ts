@@ -56,7 +56,7 @@ export async function readToolLog(path: string): Promise<ToolLogEntry[]> {
     .map((line) => JSON.parse(line) as ToolLogEntry);
 }
 
-/** Administers repositories; deleting one waits for a human's approval (SPEC §2.4). */
+/** Administers repositories; deleting one waits for a human's approval (behaviour §2.4). */
 export const adminAgent = defineAgent({
   id: 'admin',
   instructions: 'You administer repositories.',

@@ -3,7 +3,7 @@ import { notificationPriorities } from '../../protocol/schemas';
 import { builtInDecision, decideDelivery } from '../../workflows/delivery-policy';
 import { type DeliveryPolicyConfig } from '../../protocol/agent-profile';
 
-describe('built-in delivery table (SPEC §4.2)', () => {
+describe('built-in delivery table (behaviour §4.2)', () => {
   const table = {
     urgent: { active: 'deliver', idle: 'deliver' },
     high: { active: 'summarize', idle: 'deliver' },

@@ -12,7 +12,7 @@ const input = (extra: Partial<ParsedNotification> = {}): ParsedNotification => (
   ...extra,
 });
 
-describe('records and coalescing (SPEC §4.1)', () => {
+describe('records and coalescing (behaviour §4.1)', () => {
   it('coalesces into a pending record of the same source and kind with an equal dedupeKey or coalesceKey', () => {
     const a = newRecord(input({ dedupeKey: 'k', priority: 'high', attributes: { a: 1 } }), ids('n1'), 1);
     const records = [a];

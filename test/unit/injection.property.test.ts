@@ -1,5 +1,5 @@
 /**
- * SPEC §2.2 security property: no content and no attribute value can close the wrapper or forge another tag.
+ * behaviour §2.2 security property: no content and no attribute value can close the wrapper or forge another tag.
  * Property tests over hostile contents and attribute maps; each property names the render.ts change it catches.
  */
 import fc from 'fast-check';

@@ -19,7 +19,7 @@ const stateMessage = (id: string, cacheKey: string, mode: 'snapshot' | 'delta', 
   metadata: { state: { laneId: 'browser', mode, cacheKey, version, value: { cacheKey } } },
 });
 
-describe('lane tracking (SPEC §3.1)', () => {
+describe('lane tracking (behaviour §3.1)', () => {
   it('compares only the latest state: cacheKey and mode both', () => {
     const lane = recordState(undefined, stateMessage('s1', 'A', 'snapshot', 1), 10, 5);
     expect(isUnchanged(lane, { cacheKey: 'A', mode: 'snapshot' })).toBe(true);
@@ -61,7 +61,7 @@ describe('lane tracking (SPEC §3.1)', () => {
     expect(again[0].metadata!.state).toMatchObject({ refreshOf: 's1' });
   });
 
-  it('versions a processor-computed state: nothing when current and seen, same version when re-sent (SPEC §3.2)', () => {
+  it('versions a processor-computed state: nothing when current and seen, same version when re-sent (behaviour §3.2)', () => {
     const { tracking } = recordState(undefined, stateMessage('s1', 'A', 'delta', 4), 10, 5);
     expect(computedStateVersion(undefined, { cacheKey: 'A', mode: 'snapshot' }, false)).toBe(1);
     expect(computedStateVersion(tracking, { cacheKey: 'A', mode: 'delta' }, true)).toBeNull();

@@ -1,5 +1,5 @@
 /**
- * The signal model (SPEC §2.2) at unit level: what `sendSignal` accepts at ingress, the `ThreadInput` it becomes,
+ * The signal model (behaviour §2.2) at unit level: what `sendSignal` accepts at ingress, the `ThreadInput` it becomes,
  * and the text the model finally sees. No Temporal involved.
  */
 import { describe, expect, it } from 'vitest';

@@ -174,7 +174,7 @@ describe('selectWindow', () => {
   });
 });
 
-describe('notification digests (SPEC §4.2)', () => {
+describe('notification digests (behaviour §4.2)', () => {
   it('a key that keeps repeating does not postpone its digest: one summary per window', () => {
     let now = 0;
     let n = 0;

@@ -1,5 +1,5 @@
 /**
- * SPEC §2.4 on a real Temporal dev server: a tool with `requireApproval` parks the run; approve, decline (with and
+ * behaviour §2.4 on a real Temporal dev server: a tool with `requireApproval` parks the run; approve, decline (with and
  * without a reason), 404/409, inputs arriving while parked, a worker replaced while parked, an approval timeout on
  * a durable timer, a predicate, abort while parked, and a park that crosses continue-as-new.
  */
@@ -77,7 +77,7 @@ function lastToolResults(): unknown[] {
   return messages.filter((m) => m.role === 'tool').map((m) => m.content);
 }
 
-describe('tool approval (SPEC §2.4)', () => {
+describe('tool approval (behaviour §2.4)', () => {
   it('parks the run, shows the approval, and continues on the same subscription once approved', async () => {
     const t = h.thread();
     const stream = h.client.subscribeToThread(t).stream;

@@ -1,5 +1,5 @@
 /**
- * SPEC §7 "Long threads continue-as-new … no input, queue entry … is ever lost across it" on a real Temporal dev
+ * behaviour §7 "Long threads continue-as-new … no input, queue entry … is ever lost across it" on a real Temporal dev
  * server: one thread, a low continue-as-new threshold, 30 inputs of every kind (wake, mid-step deliver, queued),
  * and the whole stream and the last prompt checked for loss, duplication and order.
  */

@@ -1,5 +1,5 @@
 /**
- * SPEC §3 on a real Temporal dev server: state lanes. Dedupe (same cacheKey and mode → skipped, never in history),
+ * behaviour §3 on a real Temporal dev server: state lanes. Dedupe (same cacheKey and mode → skipped, never in history),
  * A → B → A, tracking committed only after acceptance, deltas after a snapshot, the current state re-sent when it
  * left the context window (proved with the prompts the model server received), processor-computed lanes
  * (`computeStateSignal` with `lastSnapshot`/`deltasSinceSnapshot` resolved from the lane), lanes across
@@ -68,7 +68,7 @@ async function lanes(target: ThreadTarget) {
   return (await h.client.getThread(target))!.lanes;
 }
 
-describe('sendStateSignal dedupe and versions (SPEC §3.1)', () => {
+describe('sendStateSignal dedupe and versions (behaviour §3.1)', () => {
   it('skips the same cacheKey and mode, and the skipped input never reaches history', async () => {
     const t = h.thread();
     const first = await agent().sendStateSignal(state('A'), { ...t, ...persistIdle });
@@ -167,7 +167,7 @@ describe('sendStateSignal dedupe and versions (SPEC §3.1)', () => {
     for (const r of results.filter((r) => r.action === 'skipped')) expect(r.version).toBeGreaterThanOrEqual(1);
   });
 
-  it('rejects bad input with the SPEC messages and changes nothing', async () => {
+  it('rejects bad input with the documented messages and changes nothing', async () => {
     const t = h.thread();
     await expect(agent().sendStateSignal({ cacheKey: 'A', contents: 'x' } as StateSignalInput, t)).rejects.toThrow(
       'state signal id is required',
@@ -212,7 +212,7 @@ describe('the current state stays in the window', () => {
   });
 });
 
-describe('computeStateSignal (SPEC §3.2)', () => {
+describe('computeStateSignal (behaviour §3.2)', () => {
   it('emits a snapshot, nothing when unchanged, a delta on change, and re-emits the snapshot at the same version once it left the window', async () => {
     const t = h.thread();
     computeArgs.length = 0;

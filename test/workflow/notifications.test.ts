@@ -1,5 +1,5 @@
 /**
- * SPEC §4 on a real Temporal dev server (digest windows of a few hundred milliseconds): the built-in delivery table,
+ * behaviour §4 on a real Temporal dev server (digest windows of a few hundred milliseconds): the built-in delivery table,
  * high = summary now + full once idle, digests (grouping, sorting, low-only without waking), coalescing with a
  * count and under concurrency, a deferred delivery across a worker replacement (one durable timer), failed after 5
  * attempts, the inbox tool, the application API, and 10,000 notifications to one thread across continue-as-new.
@@ -99,7 +99,7 @@ async function activeThread(): Promise<{ t: ThreadTarget; stream: AsyncIterable<
   return { t, stream, before };
 }
 
-describe('the built-in delivery table (SPEC §4.2, §4.3)', () => {
+describe('the built-in delivery table (behaviour §4.2, §4.3)', () => {
   it('urgent on an idle thread wakes it with the full notification; the record is delivered', async () => {
     const t = h.thread();
     const stream = h.client.subscribeToThread(t).stream;
@@ -218,7 +218,7 @@ describe('the built-in delivery table (SPEC §4.2, §4.3)', () => {
   });
 });
 
-describe('coalescing (SPEC §4.1)', () => {
+describe('coalescing (behaviour §4.1)', () => {
   it('one record per dedupeKey while pending, with a count and the latest summary', async () => {
     const { t } = await activeThread();
     const results = [];
@@ -248,7 +248,7 @@ describe('coalescing (SPEC §4.1)', () => {
   });
 });
 
-describe('the inbox tool and the application API (SPEC §4.4)', () => {
+describe('the inbox tool and the application API (behaviour §4.4)', () => {
   it('lists (marking seen), reads (the full notification arrives as a signal), searches and archives', async () => {
     const t = h.thread();
     const stream = h.client.subscribeToThread(t).stream;

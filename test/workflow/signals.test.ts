@@ -1,5 +1,5 @@
 /**
- * SPEC §2.2, §2.3, §2.5 and §5 on a real Temporal dev server: the signal behaviour matrix (active × deliver, persist,
+ * behaviour §2.2, §2.3, §2.5 and §5 on a real Temporal dev server: the signal behaviour matrix (active × deliver, persist,
  * discard, interrupt; idle × wake, persist, discard), branch attributes, transient signals, idempotency, a burst of
  * signals within one step, interrupt, abort, cancelling queued messages, and processors.
  */

@@ -1,5 +1,5 @@
 /**
- * SPEC §6 "Temporal-native": the documented signal, with the documented payload, from the `temporal` CLI itself.
+ * behaviour §6 "Temporal-native": the documented signal, with the documented payload, from the `temporal` CLI itself.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';

@@ -1,5 +1,5 @@
 /**
- * SPEC §2.1 and §5 on a real Temporal dev server: waking, joining a running loop, queueing, idempotency,
+ * behaviour §2.1 and §5 on a real Temporal dev server: waking, joining a running loop, queueing, idempotency,
  * subscriptions and resume.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,7 +24,7 @@ afterAll(async () => {
 });
 
 describe('messages', () => {
-  it('wakes an idle thread and streams the reply in SPEC order', async () => {
+  it('wakes an idle thread and streams the reply in the documented order', async () => {
     const t = h.thread();
     const sub = h.client.agent('tester').subscribeToThread(t);
     h.model.enqueue({ text: ['Hello', ' there'] });

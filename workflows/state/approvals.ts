@@ -1,5 +1,5 @@
 /**
- * Tool calls that need a human's approval (SPEC §2.4): a step's calls park on the run until every approval is
+ * Tool calls that need a human's approval (behaviour §2.4): a step's calls park on the run until every approval is
  * decided (approved, declined, or declined when its deadline passed), then the main loop runs them.
  */
 import { ThreadRefusal } from '../../protocol/failures';

@@ -1,5 +1,5 @@
 /**
- * The thread's notification inbox as records change (SPEC §4.4): status changes by applications and by the
+ * The thread's notification inbox as records change (behaviour §4.4): status changes by applications and by the
  * `notification-inbox` tool, paging, eviction of closed records beyond the bound, and the announcement of every
  * change to subscribers. Accepting and delivering notifications is `notifications.ts`.
  */
@@ -37,7 +37,7 @@ export class Inbox {
     };
   }
 
-  /** Applications' `markSeen` / `dismiss` / `archive` (SPEC §4.4). Unknown ids change nothing. */
+  /** Applications' `markSeen` / `dismiss` / `archive` (behaviour §4.4). Unknown ids change nothing. */
   validateStatusChange(request: NotificationStatusRequest): void {
     const ids = new Set(this.s.inbox.map((r) => r.id));
     const unknown = request.ids.find((id) => !ids.has(id));
@@ -58,7 +58,7 @@ export class Inbox {
   }
 
   /**
-   * The `notification-inbox` tool (SPEC §4.4), run by the workflow itself: it reads and changes the inbox, and
+   * The `notification-inbox` tool (behaviour §4.4), run by the workflow itself: it reads and changes the inbox, and
    * `read` delivers the full notification as a signal (it joins the run at the next step), not as tool output.
    */
   tool(input: InboxToolInput): unknown {

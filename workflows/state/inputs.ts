@@ -1,5 +1,5 @@
 /**
- * What the thread does with an input (SPEC §2.1, §2.2): checked against its limits, remembered for idempotency, and
+ * What the thread does with an input (behaviour §2.1, §2.2): checked against its limits, remembered for idempotency, and
  * routed by the thread's state: delivered to the active run, queued behind it, interrupting it, waking the thread,
  * persisted without a run, or discarded.
  */
@@ -58,7 +58,7 @@ export class Inputs {
     }
   }
 
-  /** Records an input and decides what the thread does with it (SPEC §2.1, §2.2 behaviours). */
+  /** Records an input and decides what the thread does with it (behaviour §2.1, §2.2 behaviours). */
   accept(input: ThreadInput): InputResult {
     const previous = this.remembered.get(input.id);
     if (previous) return { ...previous, duplicate: true };

@@ -1,5 +1,5 @@
 /**
- * State lanes on the thread (SPEC §3): state signals deduped and versioned per lane, processor-computed states
+ * State lanes on the thread (behaviour §3): state signals deduped and versioned per lane, processor-computed states
  * recorded, and the lane's current state put back into the window when it fell out.
  */
 import { echoPayload, echoType } from '../../protocol/events';
@@ -52,7 +52,7 @@ export class Lanes {
   }
 
   /**
-   * A state signal (SPEC §3.1): skipped when the lane's latest state has the same cacheKey and mode; otherwise
+   * A state signal (behaviour §3.1): skipped when the lane's latest state has the same cacheKey and mode; otherwise
    * routed like any signal, and the lane's tracking is committed only if the thread took it (not when discarded).
    */
   accept(input: ThreadInput, inputs: Pick<InputRouter, 'route'>): InputResult {
@@ -80,7 +80,7 @@ export class Lanes {
     return { ...result, version };
   }
 
-  /** A processor-computed state the step added (SPEC §3.2): the step already deduped and versioned it; record it. */
+  /** A processor-computed state the step added (behaviour §3.2): the step already deduped and versioned it; record it. */
   recordComputed(signal: InputMessage, runId: string): void {
     const state = stateOf(signal);
     if (!state || state.refreshOf) return;

@@ -1,5 +1,5 @@
 /**
- * Notifications into the thread (SPEC §4.1–§4.3): a send creates or coalesces inbox records, the delivery policy
+ * Notifications into the thread (behaviour §4.1–§4.3): a send creates or coalesces inbox records, the delivery policy
  * decides each with the thread's own state, and the dispatcher delivers what is due: deferred deliveries, full
  * deliveries that waited for an idle thread, and one digest of every record due for a summary.
  */
@@ -48,8 +48,8 @@ export class Notifications {
   }
 
   /**
-   * Records a send (SPEC §4.1): each notification creates a record or coalesces into a pending one with the same
-   * source, kind and dedupeKey/coalesceKey, then the delivery policy decides (SPEC §4.2) with the thread's own state.
+   * Records a send (behaviour §4.1): each notification creates a record or coalesces into a pending one with the same
+   * source, kind and dedupeKey/coalesceKey, then the delivery policy decides (behaviour §4.2) with the thread's own state.
    */
   accept(batch: NotificationBatch, settings: NotificationSettings = {}): NotificationSendResult {
     const previous = this.rememberedBatches.get(batch.id);
@@ -120,7 +120,7 @@ export class Notifications {
   }
 
   /**
-   * Dispatches what is due (SPEC §4.3), urgent first: deferred full deliveries, full deliveries that waited for an
+   * Dispatches what is due (behaviour §4.3), urgent first: deferred full deliveries, full deliveries that waited for an
    * idle thread, then one summary of every record due for one.
    */
   dispatch(): void {
@@ -205,7 +205,7 @@ export class Notifications {
 
   /**
    * A full delivery: delivered to the active run or waking the thread. The record becomes `delivered` only then
-   * (SPEC §4.3); a delivery the thread refuses (a limit) counts as a failed attempt and is retried with backoff.
+   * (behaviour §4.3); a delivery the thread refuses (a limit) counts as a failed attempt and is retried with backoff.
    */
   private deliver(record: NotificationRecord, delivery: 'send' | 'queue'): void {
     const input = this.inbox.signalOf(record, delivery);

@@ -26,7 +26,7 @@ export interface RunState {
   interruptRequested: boolean;
   /** `abortThread` arrived: cancel the model call and tools, end the run. */
   abortRequested?: boolean;
-  /** The step's tool calls, parked until every call that needs approval is decided (SPEC §2.4). */
+  /** The step's tool calls, parked until every call that needs approval is decided (behaviour §2.4). */
   toolWait?: ToolWait;
 }
 

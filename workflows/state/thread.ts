@@ -113,7 +113,7 @@ export class ThreadState {
     return !this.isParked() || run.abortRequested === true;
   }
 
-  // ---- Inputs and runs (SPEC §2) -------------------------------------------------------------------------------
+  // ---- Inputs and runs (behaviour §2) -------------------------------------------------------------------------------
 
   /** Throws the `ThreadRefusal` the thread would answer the input with, changing nothing. */
   validate(input: ThreadInput): void {
@@ -165,7 +165,7 @@ export class ThreadState {
     this.runs.finish(reason, error);
   }
 
-  // ---- Tool approvals (SPEC §2.4) ------------------------------------------------------------------------------
+  // ---- Tool approvals (behaviour §2.4) ------------------------------------------------------------------------------
 
   isParked(): boolean {
     return this.approvals.isParked();
@@ -213,7 +213,7 @@ export class ThreadState {
     this.outbox.restore(events);
   }
 
-  // ---- Notifications (SPEC §4) ---------------------------------------------------------------------------------
+  // ---- Notifications (behaviour §4) ---------------------------------------------------------------------------------
 
   validateNotifications(batch: NotificationBatch): void {
     this.notifications.validate(batch);

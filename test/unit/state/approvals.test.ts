@@ -29,7 +29,7 @@ const approvalEvents = (thread: ThreadState) =>
     .filter((e) => e.type === 'tool-call-approval')
     .map((e) => e.payload);
 
-describe('parking tool calls for approval (SPEC §2.4)', () => {
+describe('parking tool calls for approval (behaviour §2.4)', () => {
   it('does not park a step whose calls need no approval', () => {
     const { didPark, thread } = parked([plain('c1')]);
     expect(didPark).toBe(false);

@@ -23,7 +23,7 @@ function inbox() {
 const statuses = (thread: ReturnType<typeof newThread>['thread']) =>
   Object.fromEntries(thread.listNotifications().notifications.map((r) => [r.id, r.status]));
 
-describe('status changes by applications (SPEC §4.4)', () => {
+describe('status changes by applications (behaviour §4.4)', () => {
   it('marks seen, dismisses, archives: timestamps set, nothing left scheduled, each announced', () => {
     const { thread, clock } = inbox();
     clock.advance(10);

@@ -9,7 +9,7 @@ const state = (id: string, laneId: string, cacheKey: string, mode: StateInfo['mo
 const stateUpdates = (events: { type: string; payload: unknown }[]) =>
   events.filter((e) => e.type === 'state-updated').map((e) => e.payload);
 
-describe('state signals (SPEC §3.1)', () => {
+describe('state signals (behaviour §3.1)', () => {
   it('versions a lane per change, stamps the version on the stored signal, and announces it', () => {
     const { thread } = newThread();
     expect(thread.accept(state('s1', 'browser', 'k1'))).toMatchObject({ action: 'wake', version: 1 });

@@ -29,7 +29,7 @@ function active(config: ThreadConfigInput = {}) {
 const record = (thread: ReturnType<typeof newThread>['thread'], id: string) =>
   thread.listNotifications({ limit: 200 }).notifications.find((r) => r.id === id)!;
 
-describe('accepting notifications (SPEC §4.1, §4.2)', () => {
+describe('accepting notifications (behaviour §4.1, §4.2)', () => {
   it('delivers an urgent notification at once: the thread wakes with the full <notification>', () => {
     const { thread } = newThread();
     const result = thread.acceptNotifications(send(note('urgent')));
@@ -120,7 +120,7 @@ describe('accepting notifications (SPEC §4.1, §4.2)', () => {
   });
 });
 
-describe('dispatching what is due (SPEC §4.3)', () => {
+describe('dispatching what is due (behaviour §4.3)', () => {
   it('delivers a deferred notification once its time comes, with one timer for it', () => {
     const { thread, clock } = newThread({ digestWindowMs: 1_000 });
     thread.acceptNotifications(send(note('medium')), { policy: { default: 'defer' } });

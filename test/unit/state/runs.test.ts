@@ -3,7 +3,7 @@ import { input, newThread, refusal, stepResult, types } from './support';
 
 const call = (id: string) => ({ toolCallId: id, toolName: 'x', input: {} });
 
-describe('routing inputs (SPEC §2.1, §2.2)', () => {
+describe('routing inputs (behaviour §2.1, §2.2)', () => {
   it('wakes an idle thread: the run starts with the input pending', () => {
     const { thread } = newThread();
     expect(thread.accept(input('m1'))).toEqual({ accepted: true, action: 'wake', runId: 'id-1', signalId: 'm1' });
