@@ -1,5 +1,8 @@
 /**
  * BENCHMARKS.md from one run's results.
+ *
+ * Long on purpose: one section per benchmark, each a small renderer of its own result type; they share the tables,
+ * the machine header and the targets, and are read together when the report changes.
  */
 import type { GatewayBusResult } from './gateway-bus';
 import type { HistoryResult } from './history';

@@ -7,6 +7,8 @@
  *
  * At the end every signal is checked to have been stored exactly once (thread state, stored message ids and, on the
  * one thread, the persisted echoes a subscriber saw), and the threads' histories say where the time went.
+ *
+ * Long on purpose: both shapes share the sender, the exactly-once check and the segment tables of one benchmark.
  */
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';

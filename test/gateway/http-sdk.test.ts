@@ -2,6 +2,8 @@
  * The HTTP client SDK (`http-client`) against a real gateway served on loopback, on the real dev server: every route
  * the gateway has, subscriptions read with `processDataStream` and `stream`, and resume across cut connections
  * (a loopback TCP proxy between the SDK and the gateway that the test cuts, refuses, or answers itself).
+ *
+ * Long on purpose: one gateway and one dev-server harness serve every route's test; split, each part would start its own.
  */
 import { summarizeAgents } from '../../agents/summary';
 import { readdirSync, readFileSync } from 'node:fs';

@@ -1,6 +1,8 @@
 /**
  * behaviour §2.1, §5, §6 and §8 over real HTTP: the gateway served on loopback, driven with `fetch`, on the real dev
  * server. Sends and their results, idempotency keys, SSE streams and resume, thread state, and bad input.
+ *
+ * Long on purpose: one gateway and one harness for every route's cases; split, each part would start its own.
  */
 import type { AgentSummary } from '../../protocol/api';
 import { summarizeAgents } from '../../agents/summary';

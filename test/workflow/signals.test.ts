@@ -2,6 +2,8 @@
  * behaviour §2.2, §2.3, §2.5 and §5 on a real Temporal dev server: the signal behaviour matrix (active × deliver, persist,
  * discard, interrupt; idle × wake, persist, discard), branch attributes, transient signals, idempotency, a burst of
  * signals within one step, interrupt, abort, cancelling queued messages, and processors.
+ *
+ * Long on purpose: the behaviour matrix reads best as one table of cases over one harness.
  */
 import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
