@@ -170,6 +170,35 @@ describe('subscribers that stop reading', () => {
     expect(heapAfterGc() - baseline).toBeLessThan(48 * 1024 * 1024);
   }, 300_000);
 
+  it('an event larger than the bound still reaches a subscriber that reads: it is not a slow client', async () => {
+    const tight = await serveGateway({
+      client: h.client,
+      agents: summarizeAgents([testAgent]),
+      port: 0,
+      maxSubscriberBufferBytes: 1024,
+      logger: createLogger({
+        level: 'warn',
+        destination: { write: (line: string) => logLines.push(JSON.parse(line)) },
+      }),
+    });
+    try {
+      const t: ThreadTarget = { resourceId: `res-${randomUUID()}`, threadId: `big-${randomUUID()}` };
+      const reader = await openSse(`${tight.url}${eventsPath(t)}`);
+      const message = 'x'.repeat(8 * 1024);
+      const sent = await fetch(`${tight.url}/api/agents/tester/send-message`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ ...t, message }),
+      });
+      expect(sent.status).toBe(200);
+      const events = await reader.untilEvent((e) => e.type === 'finish', 60_000);
+      expect(events.find((e) => e.type === 'data-user-message')).toBeDefined();
+      reader.close();
+    } finally {
+      await tight.close();
+    }
+  });
+
   it('are dropped when they take nothing for subscriberStallMs, however much room their buffer has left', async () => {
     const patient = await serveGateway({
       client: h.client,
