@@ -67,6 +67,14 @@ export const attributesSchema = noProtoKey.pipe(attributeRecord);
 export type Attributes = z.infer<typeof attributeRecord>;
 
 export const textPartSchema = z.object({ type: z.literal('text'), text: z.string() });
+/**
+ * A file: inline bytes (`data`: base64 or a `data:` URL) or a `url`. Ingress (`client/inputs.ts`) accepts only
+ * `https:`, `http:` and `data:` URLs, since a part stays in the context window and one the worker cannot load would
+ * fail every later step. An `http(s)` URL goes to the model provider as is when it takes URLs for that media type
+ * (the provider fetches it); otherwise the worker downloads it with the AI SDK, which refuses private, loopback and
+ * link-local addresses, within Threadline's size and time bound (`activities/download.ts`). The workflow keeps
+ * this schema unchanged, so histories recorded before the ingress check still replay.
+ */
 export const filePartSchema = z
   .object({
     type: z.literal('file'),
