@@ -292,7 +292,8 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
     defineRoute({
       method: 'post',
       path: '/api/agents/:agentId/send-tool-approval',
-      summary: 'Approve or decline the tool call a run is parked on (behaviour §2.4); the answer continues on the stream.',
+      summary:
+        'Approve or decline the tool call a run is parked on (behaviour §2.4); the answer continues on the stream.',
       description:
         'Answers `{ accepted, runId, toolCallId, status }`. 404: no such thread or no run waits for this tool ' +
         'call; 409: the call was already approved or declined.',
