@@ -121,8 +121,10 @@ export class MemoryBus implements EventBus {
 
   subscribe(threadKey: string, from: SubscribeFrom, signal?: AbortSignal): AsyncIterable<BusItem> {
     if (this.closed) return this.stream(new ThreadLog(), threadKey, 0, signal);
-    // Fix the starting point now, not on the first `next()`: `live` means published after this call.
-    const thread = this.thread(threadKey);
+    // Fix the starting point now, not on the first `next()`: `live` means published after this call. A thread nobody
+    // published to gets a log only while someone reads it (the stream attaches it): subscribing to any number of
+    // unknown threads must not grow the bus.
+    const thread = this.retained(threadKey) ?? new ThreadLog();
     let cursor =
       'afterId' in from ? parseMemoryId(from.afterId) : 'activeRun' in from ? thread.activeRunCursor() : thread.lastId;
     // An id this bus never issued comes from an earlier process (ids restart at 1): everything retained is news to
@@ -178,6 +180,10 @@ export class MemoryBus implements EventBus {
       thread.listeners.delete(notify);
       this.onClose.delete(notify);
       signal?.removeEventListener('abort', onAbort);
+      // The last reader of a thread that never had an event leaves: nothing to keep.
+      if (thread.listeners.size === 0 && thread.lastId === 0 && this.threads.get(threadKey) === thread) {
+        this.threads.delete(threadKey);
+      }
     };
     const onAbort = () => {
       detach();
@@ -203,13 +209,24 @@ export class MemoryBus implements EventBus {
   }
 
   private thread(threadKey: string): ThreadLog {
-    let thread = this.threads.get(threadKey);
-    if (thread && this.isIdle(thread, Date.now())) {
-      this.threads.delete(threadKey);
-      thread = undefined;
-    }
+    let thread = this.retained(threadKey);
     if (!thread) this.threads.set(threadKey, (thread = new ThreadLog()));
     return thread;
+  }
+
+  /** The thread's log, unless it has none or it went idle (then it is dropped). */
+  private retained(threadKey: string): ThreadLog | undefined {
+    const thread = this.threads.get(threadKey);
+    if (thread && this.isIdle(thread, Date.now())) {
+      this.threads.delete(threadKey);
+      return undefined;
+    }
+    return thread;
+  }
+
+  /** Threads the bus keeps a log for (a measure of its memory). */
+  get retainedThreads(): number {
+    return this.threads.size;
   }
 
   private isIdle(thread: ThreadLog, now: number): boolean {
