@@ -155,6 +155,24 @@ export const definitions = {
     description: 'open SSE subscriptions one gateway serves for one thread',
     readBy: SERVES_HTTP,
   }),
+  maxSubscriberBufferBytes: withDefault({
+    env: 'THREADLINE_MAX_SUBSCRIBER_BUFFER_BYTES',
+    group: 'Gateway',
+    type: wholeNumber(1),
+    default: 1024 * 1024,
+    defaultText: '`1048576` (1 MiB)',
+    description:
+      'bytes of events one SSE subscriber may have waiting in the gateway; a client that stops reading reaches it and is dropped (it resumes with Last-Event-ID)',
+    readBy: SERVES_HTTP,
+  }),
+  subscriberStallMs: withDefault({
+    env: 'THREADLINE_SUBSCRIBER_STALL_MS',
+    group: 'Gateway',
+    type: wholeNumber(1),
+    default: 60_000,
+    description: 'an SSE subscriber that takes nothing for this long while events wait for it is dropped',
+    readBy: SERVES_HTTP,
+  }),
   maxInputBytes: withDefault({
     env: 'THREADLINE_MAX_INPUT_BYTES',
     group: 'Gateway',

@@ -43,6 +43,13 @@ export interface GatewaySettings {
   rateLimit: { perSecond: number; burst: number };
   /** Open SSE subscriptions one gateway serves for one thread. */
   maxSubscribersPerThread: number;
+  /**
+   * Bytes of events one SSE subscriber may have waiting in the gateway. A client that stops reading reaches it and is
+   * dropped (its connection closed, a log line written); it resumes with Last-Event-ID.
+   */
+  maxSubscriberBufferBytes: number;
+  /** An SSE subscriber that takes nothing for this long while events wait for it is dropped. */
+  subscriberStallMs: number;
   /** Origins a browser may call from (`*` = any). Empty: no CORS headers at all. */
   corsOrigins: string[];
 }
@@ -79,6 +86,8 @@ export interface Settings {
 export const defaultGatewaySettings: GatewaySettings = {
   rateLimit: { perSecond: definitions.rateLimitPerSecond.default, burst: definitions.rateLimitPerSecond.default * 2 },
   maxSubscribersPerThread: definitions.maxSubscribersPerThread.default,
+  maxSubscriberBufferBytes: definitions.maxSubscriberBufferBytes.default,
+  subscriberStallMs: definitions.subscriberStallMs.default,
   corsOrigins: [],
 };
 
@@ -210,6 +219,8 @@ function gatewayFrom(values: SettingValues, problems: string[]): GatewaySettings
     ...apiKeysFrom(values, problems),
     rateLimit: { perSecond, burst },
     maxSubscribersPerThread: values.maxSubscribersPerThread,
+    maxSubscriberBufferBytes: values.maxSubscriberBufferBytes,
+    subscriberStallMs: values.subscriberStallMs,
     corsOrigins: values.corsOrigins,
   };
 }

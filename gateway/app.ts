@@ -20,7 +20,6 @@ import { API_PREFIX, registerRoute } from './route';
 import { gatewayRoutes } from './routes';
 import { observeRequests, REQUEST_ID_HEADER } from './observe';
 import { logger, type Logger } from '../observability';
-import { DEFAULT_MAX_SUBSCRIBER_BUFFER_BYTES, DEFAULT_SUBSCRIBER_STALL_MS } from './sse';
 
 export interface GatewayOptions extends Partial<Omit<GatewaySettings, 'apiKeysSource'>> {
   client: ThreadlineClient;
@@ -30,13 +29,6 @@ export interface GatewayOptions extends Partial<Omit<GatewaySettings, 'apiKeysSo
   agents: AgentSource;
   /** SSE comment sent after this much silence, so proxies keep the stream open (default 25 s). */
   keepAliveMs?: number;
-  /**
-   * Bytes of events one SSE subscriber may have waiting in the gateway (default 1 MiB). A client that stops reading
-   * reaches it and is dropped (its connection closed, a log line written); it resumes with Last-Event-ID.
-   */
-  maxSubscriberBufferBytes?: number;
-  /** An SSE subscriber that takes nothing for this long while events wait for it is dropped (default 60 s). */
-  subscriberStallMs?: number;
 }
 
 /** Request headers a browser may send cross-origin: the key, JSON bodies, stream resume, idempotency, request id. */
@@ -97,8 +89,8 @@ export function createGateway(options: GatewayOptions): Hono<GatewayEnv> {
     agents,
     log,
     keepAliveMs: options.keepAliveMs ?? 25_000,
-    maxSubscriberBufferBytes: options.maxSubscriberBufferBytes ?? DEFAULT_MAX_SUBSCRIBER_BUFFER_BYTES,
-    subscriberStallMs: options.subscriberStallMs ?? DEFAULT_SUBSCRIBER_STALL_MS,
+    maxSubscriberBufferBytes: options.maxSubscriberBufferBytes ?? defaultGatewaySettings.maxSubscriberBufferBytes,
+    subscriberStallMs: options.subscriberStallMs ?? defaultGatewaySettings.subscriberStallMs,
     subscribers: new SubscriberLimit(options.maxSubscribersPerThread ?? defaultGatewaySettings.maxSubscribersPerThread),
   });
   for (const route of routes) registerRoute(app, route, agents);

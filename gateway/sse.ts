@@ -41,11 +41,6 @@ export interface StreamDeps {
   subscriberStallMs: number;
 }
 
-/** Default `maxSubscriberBufferBytes`: a stalled client costs at most this, plus one write inside the HTTP stack. */
-export const DEFAULT_MAX_SUBSCRIBER_BUFFER_BYTES = 1024 * 1024;
-/** Default `subscriberStallMs`: long enough for a slow mobile link, short enough not to keep dead sockets. */
-export const DEFAULT_SUBSCRIBER_STALL_MS = 60_000;
-
 /** How events are framed: with `id:` lines for EventSource, or Mastra's `data:`-only blocks. */
 export type StreamFraming = 'event-source' | 'data-only';
 
