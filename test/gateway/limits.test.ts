@@ -202,17 +202,23 @@ describe('limit settings', () => {
     expect(defaultGatewaySettings).toEqual({
       rateLimit: { perSecond: 200, burst: 400 },
       maxSubscribersPerThread: 1000,
+      maxSubscriberBufferBytes: 1024 * 1024,
+      subscriberStallMs: 60_000,
       corsOrigins: [],
     });
     expect(
       gatewaySettingsFromEnv({
         THREADLINE_RATE_LIMIT_PER_SECOND: '5',
         THREADLINE_MAX_SUBSCRIBERS_PER_THREAD: '3',
+        THREADLINE_MAX_SUBSCRIBER_BUFFER_BYTES: '65536',
+        THREADLINE_SUBSCRIBER_STALL_MS: '5000',
         THREADLINE_CORS_ORIGINS: 'https://a.example, http://localhost:5173',
       }),
     ).toEqual({
       rateLimit: { perSecond: 5, burst: 10 },
       maxSubscribersPerThread: 3,
+      maxSubscriberBufferBytes: 65536,
+      subscriberStallMs: 5000,
       corsOrigins: ['https://a.example', 'http://localhost:5173'],
     });
     expect(gatewaySettingsFromEnv({ THREADLINE_RATE_LIMIT_PER_SECOND: '0' }).rateLimit.perSecond).toBe(0);
