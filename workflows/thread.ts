@@ -71,6 +71,7 @@ import {
   toolSummary,
 } from '../protocol/summaries';
 import { syncSearchAttributes } from './search-attributes';
+import { captureBeforeStep, captureStepPlan, captureStepResult } from './inspection';
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -440,7 +441,9 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     // step publishes what is left ahead of its own events, so the order holds and its input stays small.
     while (thread.outboxExceeds(PUBLISH_BUDGET_BYTES)) await publish();
     const profile = await profileOf(run.agentId);
+    captureBeforeStep(() => thread.snapshot()); // time travel: no-ops outside an inspection replay
     const plan = thread.planStep({ contextWindow: profile?.contextWindow, ownedLanes: profile?.ownedLanes });
+    captureStepPlan(plan);
     let result: StepResult;
     try {
       // An interrupt or an abort cancels the model call: the provider request is aborted by the activity.
@@ -467,6 +470,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       }
       return;
     }
+    captureStepResult(plan, result);
     thread.completeStep(plan, result);
     // A tool that needs approval parks the run (behaviour §2.4); the main loop resumes it once a human decided.
     if (thread.parkTools(plan, result)) return;
