@@ -7,7 +7,13 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { APICallError, jsonSchema, streamText, type ToolSet } from 'ai';
 import { z } from 'zod';
 import type { EventBus } from '../bus/types';
-import { describeZodError, legacySignalTypes, signalSchema, stateSignalSchema } from '../protocol/schemas';
+import {
+  describeZodError,
+  legacySignalTypes,
+  signalSchema,
+  stateSignalSchema,
+  type StreamOptions,
+} from '../protocol/schemas';
 import { computedStateVersion, laneMessagesIn, stateOf, type StoredStateInfo } from '../protocol/lanes';
 import { echoPayload, echoType } from '../protocol/events';
 import { type StepPlan } from '../protocol/step';
@@ -52,6 +58,26 @@ function toolSchemas(agent: AgentDefinition): ToolSet {
   return tools;
 }
 
+/**
+ * What a step asks the model, besides the model itself: the agent's instructions, the window with the step's transient
+ * inputs and its processors' signals, the tool schemas and the run's settings. The step and `threadline inspect`
+ * (worker/inspect.ts) both build the call here, so inspection shows what the provider was sent.
+ */
+export function stepCallOptions(
+  agent: AgentDefinition,
+  step: { messages: readonly StoredMessage[]; transient: readonly InputMessage[]; streamOptions?: StreamOptions },
+  signals: readonly InputMessage[],
+) {
+  const options = step.streamOptions;
+  return {
+    system: agent.instructions,
+    messages: toModelMessages([...step.messages, ...step.transient, ...signals]),
+    tools: toolSchemas(agent),
+    toolChoice: options?.toolChoice,
+    ...options?.modelSettings,
+  };
+}
+
 /** Runs one step, counted in `threadline_steps_total` by outcome and timed in `threadline_step_duration_seconds`. */
 export async function runStep(deps: StepDeps, input: StepInput): Promise<StepResult> {
   const agent = deps.agents.get(input.agentId);
@@ -91,14 +117,9 @@ async function step(deps: StepDeps, agent: AgentDefinition, input: StepInput, st
   let streamError: unknown = null;
   let firstToken = false;
   try {
-    const options = input.streamOptions;
     const result = streamText({
       model: deps.models.resolve(agent.model),
-      system: agent.instructions,
-      messages: toModelMessages([...input.messages, ...input.transient, ...signals]),
-      tools: toolSchemas(agent),
-      toolChoice: options?.toolChoice,
-      ...options?.modelSettings,
+      ...stepCallOptions(agent, input, signals),
       // Disable provider-side retries; Temporal owns retries.
       maxRetries: 0,
       abortSignal: ctx.cancellationSignal,
