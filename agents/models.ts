@@ -32,6 +32,11 @@ export interface ModelSettings {
    * new ModelResolver({ providers: { anthropic } }).resolve('anthropic/claude-sonnet-4-5');
    */
   providers?: Record<string, ProviderV3>;
+  /**
+   * The `fetch` the built-in `openai` provider sends its requests with (default: the global one). Time travel passes
+   * one that records the request body and sends nothing (worker/inspect.ts).
+   */
+  fetch?: typeof globalThis.fetch;
 }
 
 export function defaultModelName(settings: ModelSettings): string {
@@ -97,6 +102,7 @@ function openaiChatProvider(settings: ModelSettings): ProviderV3 {
   const openai = createOpenAI({
     apiKey: settings.openaiApiKey ?? 'not-needed',
     baseURL: settings.openaiBaseUrl ?? OPENAI_API_URL,
+    ...(settings.fetch ? { fetch: settings.fetch } : {}),
   });
   return {
     specificationVersion: 'v3',
