@@ -2,6 +2,7 @@
  * Every side effect of a thread. `createActivities(deps)` closes over the bus, the agents and the model settings,
  * so tests inject a model server URL, an in-process or Redis bus.
  */
+import { Context } from '@temporalio/activity';
 import type { EventBus } from '../bus/types';
 import type { EventDraft } from '../protocol/events';
 import { agentProfile, type AgentRegistry, type DecideContext } from '../agents/agent';
@@ -11,17 +12,30 @@ import type { ConfiguredDecision } from '../protocol/agent-profile';
 import type { AgentProfile } from '../protocol/agent-profile';
 import type { ModelResolver } from '../agents/models';
 import { observePublishLag } from '../observability';
-import { runStep, type StepInput } from './step';
+import { runStep, type StepDeps, type StepInput } from './step';
+import { queryWorkflowWindow, StepWindowCache } from './step-window';
 import { runTool, type ToolInput } from './tool';
 
 export interface ActivityDeps {
   agents: AgentRegistry;
   bus: EventBus;
   models: ModelResolver;
+  /** The windows of the threads' latest steps (default: a cache with the default limits). */
+  windows?: StepWindowCache;
 }
 
-export const createActivities = (deps: ActivityDeps) => ({
-  runStep: (input: StepInput) => runStep(deps, input),
+export const createActivities = (deps: ActivityDeps) => {
+  const stepDeps = {
+    ...deps,
+    windows: deps.windows ?? new StepWindowCache(),
+    // The worker's own client (the activity context's): a miss asks the thread's workflow.
+    queryWindow: queryWorkflowWindow(() => Context.current().client),
+  };
+  return activitiesOf(deps, stepDeps);
+};
+
+const activitiesOf = (deps: ActivityDeps, stepDeps: StepDeps) => ({
+  runStep: (input: StepInput) => runStep(stepDeps, input),
   runTool: (input: ToolInput) => runTool(deps, input),
   /** The agent's plain-data profile for the workflow (window, owned lanes); `null` when no worker here hosts it. */
   async describeAgent(agentId: string): Promise<AgentProfile | null> {

@@ -16,7 +16,7 @@ import {
 } from '../protocol/schemas';
 import { computedStateVersion, laneMessagesIn, stateOf, type StoredStateInfo } from '../protocol/lanes';
 import { echoPayload, echoType } from '../protocol/events';
-import { type StepPlan } from '../protocol/step';
+import type { StepInput } from '../protocol/step';
 import type { AssistantPart, InputMessage, StepResult, StoredMessage, ToolCall } from '../protocol/messages';
 import type { AgentDefinition, AgentRegistry, Processor } from '../agents/agent';
 import type { ModelResolver } from '../agents/models';
@@ -25,18 +25,19 @@ import { metrics } from '../observability';
 import { boundedDownload } from './download';
 import { toModelMessages } from './prompt';
 import { OrderedPublisher } from './publisher';
+import type { StepWindowCache, WindowQuery } from './step-window';
 
-/** One step as the workflow planned it (`StepPlan`), addressed to its thread. */
-export interface StepInput extends StepPlan {
-  threadKey: string;
-  resourceId: string;
-  threadId: string;
-}
+export type { StepInput } from '../protocol/step';
+
+/** A step with its whole context window, as the worker rebuilt it (`StepWindowCache`). */
+type WindowedStep = StepInput & { messages: StoredMessage[] };
 
 export interface StepDeps {
   agents: AgentRegistry;
   bus: EventBus;
   models: ModelResolver;
+  windows: StepWindowCache;
+  queryWindow: WindowQuery;
 }
 
 export function unknownAgent(agentId: string): ApplicationFailure {
@@ -85,7 +86,8 @@ export async function runStep(deps: StepDeps, input: StepInput): Promise<StepRes
   const started = performance.now();
   let outcome = 'failed';
   try {
-    const result = await step(deps, agent, input, started);
+    const messages = await deps.windows.resolve(input, deps.queryWindow);
+    const result = await step(deps, agent, { ...input, messages }, started);
     outcome = 'completed';
     return result;
   } catch (err) {
@@ -97,7 +99,7 @@ export async function runStep(deps: StepDeps, input: StepInput): Promise<StepRes
   }
 }
 
-async function step(deps: StepDeps, agent: AgentDefinition, input: StepInput, started: number): Promise<StepResult> {
+async function step(deps: StepDeps, agent: AgentDefinition, input: WindowedStep, started: number): Promise<StepResult> {
   const ctx = Context.current();
   const attempt = ctx.info.attempt;
   const out = new OrderedPublisher(deps.bus, input.threadKey, `s:${input.stepKey}:${attempt}`, input.runId);
@@ -238,7 +240,7 @@ async function markApprovals(agent: AgentDefinition, input: StepInput, calls: To
  */
 async function runProcessors(
   agent: AgentDefinition,
-  input: StepInput,
+  input: WindowedStep,
   out: OrderedPublisher,
   abortSignal: AbortSignal,
 ): Promise<InputMessage[]> {

@@ -17,6 +17,7 @@ import type {
 import type { NotificationRecord, RecordPage } from './views';
 import type { AbortResult, NotificationSendResult, ThreadView, ToolApproval, ToolApprovalResult } from './views';
 import type { MessagesPage } from './views';
+import type { StoredMessage } from './messages';
 
 /** Fire-and-forget message: joins the active run at the next step boundary, or wakes the thread. */
 export const sendMessageSignal = signal<[ThreadInput]>('sendMessage');
@@ -52,6 +53,12 @@ export const threadStateQuery = query<ThreadView>('threadState');
 
 /** Stored messages, newest last; `before` is a message id to page backwards from. */
 export const threadMessagesQuery = query<MessagesPage, [{ limit?: number; before?: string }]>('threadMessages');
+
+/**
+ * The context window of the step in flight (by its thread-wide step key), for a step activity whose worker does not
+ * hold the previous step's window (`StepWindow`). Internal: refused for any step but the one in flight.
+ */
+export const stepWindowQuery = query<StoredMessage[], [string]>('threadlineStepWindow');
 
 function signal<Args extends unknown[]>(name: string): SignalDefinition<Args> {
   return { type: 'signal', name } as SignalDefinition<Args>;

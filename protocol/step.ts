@@ -21,6 +21,34 @@ export interface StepPlan {
   lanes?: StepLane[];
 }
 
+/**
+ * How a step's context window travels to the step activity. The first step of an execution sends it whole; every
+ * later one sends only what changed since the window the previous step was sent: how many of that window's newest
+ * messages it keeps, and the messages after them. So a step's activity input, and the history it is recorded in, stay
+ * the same size however long the conversation grows (the worker rebuilds the window from what it keeps of the
+ * previous step, or asks the workflow — `stepWindowQuery` — when another worker ran that step).
+ */
+export type StepWindow =
+  | { full: StoredMessage[] }
+  | {
+      /** The step (thread-wide `stepKey`) whose window this one continues. */
+      base: string;
+      /** How many of the base window's newest messages open this window. */
+      keep: number;
+      /** The messages after them. */
+      tail: StoredMessage[];
+    };
+
+/** What the step activity receives: the plan with its window as a `StepWindow`, addressed to its thread. */
+export interface StepInput extends Omit<StepPlan, 'messages'> {
+  threadKey: string;
+  resourceId: string;
+  threadId: string;
+  window?: StepWindow;
+  /** The whole window, as histories recorded before `window` existed carry it. */
+  messages?: StoredMessage[];
+}
+
 /** A processor-owned lane as the step sees it (behaviour §3.2). */
 export interface StepLane {
   laneId: string;

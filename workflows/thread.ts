@@ -45,6 +45,7 @@ import {
   sendSignalSignal,
   submitInputUpdate,
   threadMessagesQuery,
+  stepWindowQuery,
   threadStateQuery,
 } from '../protocol/definitions';
 import type { AgentProfile } from '../protocol/agent-profile';
@@ -61,7 +62,8 @@ import {
   type ThreadSnapshot,
 } from './state';
 import { resolveThreadConfig } from '../protocol/thread-config';
-import { type StepPlan } from '../protocol/step';
+import type { StepInput, StepPlan } from '../protocol/step';
+import { StepWindows } from './state/step-window';
 import {
   archiveSummary,
   decideSummary,
@@ -424,6 +426,22 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     }
   };
 
+  // The window travels as what changed since the previous step's (protocol/step.ts `StepWindow`): a step's input and
+  // its history stay the same size however long the conversation grows.
+  const windows = new StepWindows();
+  setHandler(stepWindowQuery, (stepKey) => {
+    const window = windows.windowOf(stepKey);
+    if (!window) throw new Error(`Step ${stepKey} is not in flight.`);
+    return [...window];
+  });
+  const stepInput = ({ messages, ...plan }: StepPlan): StepInput => ({
+    ...plan,
+    window: windows.send(plan.stepKey, messages),
+    threadKey: key,
+    resourceId: args.resourceId,
+    threadId: args.threadId,
+  });
+
   const step = async (): Promise<void> => {
     const run = thread.run!;
     if (run.abortRequested) {
@@ -449,10 +467,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       // An interrupt or an abort cancels the model call: the provider request is aborted by the activity.
       result = await cancellable(
         () => run.interruptRequested || run.abortRequested === true,
-        () =>
-          runStep.executeWithOptions({ summary: stepSummary(plan) }, [
-            { ...plan, threadKey: key, resourceId: args.resourceId, threadId: args.threadId },
-          ]),
+        () => runStep.executeWithOptions({ summary: stepSummary(plan) }, [stepInput(plan)]),
       );
     } catch (err) {
       // The step may not have published the events that precede it; publishing is idempotent by key, so send them
