@@ -17,6 +17,11 @@ export interface ThreadConfig {
   maxPendingInputs: number;
   /** Stored conversation messages kept in the thread (oldest dropped first). */
   maxStoredMessages: number;
+  /**
+   * Their size in all, as JSON (oldest dropped first; the newest always stays): the stored conversation travels in
+   * the continue-as-new payload, which Temporal caps at 2 MB.
+   */
+  maxStoredBytes: number;
   /** Model steps per run before it stops asking the model (tool loops); pending user inputs still get answered. */
   maxStepsPerRun: number;
   /** How long a tool call waits for approval before it is declined (undefined: forever). A tool may set its own. */
@@ -49,6 +54,7 @@ export const defaultThreadConfig: ThreadConfig = {
   maxQueueLength: defaultLimits.maxQueueLength,
   maxPendingInputs: defaultLimits.maxPendingInputs,
   maxStoredMessages: 2_000,
+  maxStoredBytes: 1024 * 1024,
   maxStepsPerRun: 25,
   maxLanes: 64,
   maxInboxRecords: 1_000,

@@ -1,6 +1,6 @@
 /**
- * The stored conversation: inputs, assistant steps and tool results, bounded by `maxStoredMessages`, and the window
- * of it the model sees.
+ * The stored conversation: inputs, assistant steps and tool results, bounded by `maxStoredMessages` and
+ * `maxStoredBytes`, and the window of it the model sees.
  */
 import type {
   ContextWindowConfig,
@@ -24,12 +24,22 @@ export class Conversation {
     return this.s.messages;
   }
 
-  /** Stores a message; beyond `maxStoredMessages` the oldest leave. */
+  /** Stores a message; beyond `maxStoredMessages` or `maxStoredBytes` the oldest leave (never the newest). */
   append(message: StoredMessage): void {
-    this.s.messages.push(message);
-    const excess = this.s.messages.length - this.config.maxStoredMessages;
-    if (excess > 0) this.s.messages.splice(0, excess);
+    const messages = this.s.messages;
+    this.storedBytes ??= messages.reduce((sum, m) => sum + jsonSize(m), 0);
+    messages.push(message);
+    this.storedBytes += jsonSize(message);
+    let excess = Math.max(0, messages.length - this.config.maxStoredMessages);
+    let bytes = this.storedBytes;
+    for (let i = 0; i < excess; i++) bytes -= jsonSize(messages[i]);
+    while (bytes > this.config.maxStoredBytes && excess < messages.length - 1) bytes -= jsonSize(messages[excess++]);
+    if (excess > 0) messages.splice(0, excess);
+    this.storedBytes = bytes;
   }
+
+  /** The stored messages' size as JSON, counted once per execution and then kept up to date. */
+  private storedBytes: number | undefined;
 
   /** Stores an accepted input as its own turn. */
   store(accepted: PendingInput, runId: string | undefined): InputMessage {
@@ -49,6 +59,10 @@ export class Conversation {
     };
     this.append(message);
   }
+}
+
+function jsonSize(message: StoredMessage): number {
+  return JSON.stringify(message).length;
 }
 
 /** An accepted input as the conversation stores it. */

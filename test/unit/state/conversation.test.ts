@@ -77,6 +77,25 @@ describe('Conversation', () => {
     expect(ids(c.messages)).toEqual(['b', 'c']);
   });
 
+  it('keeps the stored messages within maxStoredBytes, dropping the oldest, never the newest', () => {
+    const text = (n: number) => 'x'.repeat(n);
+    const sized = (id: string, n: number) => ({ ...user(id), contents: text(n) });
+    const one = JSON.stringify(sized('a', 1_000)).length;
+    const c = new Conversation(emptySnapshot('r', 't'), resolveThreadConfig({ maxStoredBytes: one * 3 }), fakeClock());
+    for (const id of ['a', 'b', 'c', 'd']) c.append(sized(id, 1_000));
+    expect(ids(c.messages)).toEqual(['b', 'c', 'd']);
+    // A message bigger than the whole budget stays alone: the newest always stays.
+    c.append(sized('e', 5_000));
+    expect(ids(c.messages)).toEqual(['e']);
+    c.append(sized('f', 10));
+    expect(ids(c.messages)).toEqual(['f']);
+    // A conversation restored from a snapshot (continue-as-new) counts what it carries.
+    const snapshot = { ...emptySnapshot('r', 't'), messages: [sized('a', 1_000), sized('b', 1_000)] };
+    const restored = new Conversation(snapshot, resolveThreadConfig({ maxStoredBytes: one * 2 }), fakeClock());
+    restored.append(sized('c', 1_000));
+    expect(ids(restored.messages)).toEqual(['b', 'c']);
+  });
+
   it("stores a step's tool results as one tool message, and nothing when there are none", () => {
     const c = conversation(10);
     c.recordToolResults({ stepKey: '3', runId: 'run-1' }, []);
