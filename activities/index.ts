@@ -15,11 +15,14 @@ import { observePublishLag } from '../observability';
 import { runStep, type StepDeps, type StepInput } from './step';
 import { queryWorkflowWindow, StepWindowCache } from './step-window';
 import { runTool, type ToolInput } from './tool';
+import type { StepCancelNotices } from './cancel-notices';
 
 export interface ActivityDeps {
   agents: AgentRegistry;
   bus: EventBus;
   models: ModelResolver;
+  /** Cancel notices heard on the bus, so an interrupt stops a running step at once (default: none, heartbeats only). */
+  cancelNotices?: StepCancelNotices;
   /** The windows of the threads' latest steps (default: a cache with the default limits). */
   windows?: StepWindowCache;
 }

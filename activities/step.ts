@@ -3,7 +3,7 @@
  * message back to the workflow. Tokens never enter workflow history.
  */
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, CompleteAsyncError } from '@temporalio/common';
 import { APICallError, jsonSchema, streamText, type ToolSet } from 'ai';
 import { z } from 'zod';
 import type { EventBus } from '../bus/types';
@@ -25,6 +25,7 @@ import { metrics } from '../observability';
 import { boundedDownload } from './download';
 import { toModelMessages } from './prompt';
 import { OrderedPublisher } from './publisher';
+import type { StepCancelNotices, StepWatch } from './cancel-notices';
 import type { StepWindowCache, WindowQuery } from './step-window';
 
 export type { StepInput } from '../protocol/step';
@@ -38,6 +39,8 @@ export interface StepDeps {
   models: ModelResolver;
   windows: StepWindowCache;
   queryWindow: WindowQuery;
+  /** Cancel notices from the bus (the interrupt fast path); without them cancellation arrives by heartbeat only. */
+  cancelNotices?: StepCancelNotices;
 }
 
 export function unknownAgent(agentId: string): ApplicationFailure {
@@ -85,22 +88,35 @@ export async function runStep(deps: StepDeps, input: StepInput): Promise<StepRes
   if (!agent) throw unknownAgent(input.agentId);
   const started = performance.now();
   let outcome = 'failed';
+  const cancel = deps.cancelNotices?.watch(input.threadKey, input.stepKey);
   try {
     const messages = await deps.windows.resolve(input, deps.queryWindow);
-    const result = await step(deps, agent, { ...input, messages }, started);
+    const result = await step(deps, agent, { ...input, messages }, started, cancel);
     outcome = 'completed';
     return result;
   } catch (err) {
-    if (err instanceof CancelledFailure) outcome = 'cancelled';
-    throw err;
+    // Once told to stop (a processor, the window lookup or the model call gave up on it), the step ends as Temporal's
+    // cancellation says: cancelled, or retried when a notice's cancellation was never recorded.
+    const failure = cancel?.signal.aborted ? await cancel.cancelled().catch((end: unknown) => end) : err;
+    if (failure instanceof CancelledFailure || failure instanceof CompleteAsyncError) outcome = 'cancelled';
+    throw failure;
   } finally {
+    cancel?.release();
     metrics.steps.inc({ agent: agent.id, outcome });
     metrics.stepDuration.observe({ agent: agent.id }, (performance.now() - started) / 1000);
   }
 }
 
-async function step(deps: StepDeps, agent: AgentDefinition, input: WindowedStep, started: number): Promise<StepResult> {
+async function step(
+  deps: StepDeps,
+  agent: AgentDefinition,
+  input: WindowedStep,
+  started: number,
+  cancel?: StepWatch,
+): Promise<StepResult> {
   const ctx = Context.current();
+  // Temporal's cancellation, or a cancel notice that comes before it (activities/cancel-notices.ts).
+  const cancelled = cancel?.signal ?? ctx.cancellationSignal;
   const attempt = ctx.info.attempt;
   const out = new OrderedPublisher(deps.bus, input.threadKey, `s:${input.stepKey}:${attempt}`, input.runId);
   // A retried step announces itself first, so subscribers drop the partial output of the failed attempt.
@@ -108,7 +124,7 @@ async function step(deps: StepDeps, agent: AgentDefinition, input: WindowedStep,
   for (const draft of input.preEvents) out.pushDraft(draft);
   out.push('step-start', { stepNumber: input.stepNumber });
 
-  const signals = await runProcessors(agent, input, out, ctx.cancellationSignal);
+  const signals = await runProcessors(agent, input, out, cancelled);
 
   // Heartbeats carry cancellation to the activity; keep them flowing while the provider is slow to answer.
   const heartbeat = setInterval(() => ctx.heartbeat(), Math.max(200, (ctx.info.heartbeatTimeoutMs ?? 10_000) / 3));
@@ -124,9 +140,9 @@ async function step(deps: StepDeps, agent: AgentDefinition, input: WindowedStep,
       ...stepCallOptions(agent, input, signals),
       // Disable provider-side retries; Temporal owns retries.
       maxRetries: 0,
-      abortSignal: ctx.cancellationSignal,
+      abortSignal: cancelled,
       // File URLs the provider cannot take are fetched by this worker: within a size and time bound.
-      experimental_download: boundedDownload(ctx.cancellationSignal),
+      experimental_download: boundedDownload(cancelled),
     });
     const texts = new Map<string, { type: 'text' | 'reasoning'; text: string }>();
     for await (const part of result.fullStream) {
@@ -185,7 +201,8 @@ async function step(deps: StepDeps, agent: AgentDefinition, input: WindowedStep,
   } finally {
     clearInterval(heartbeat);
   }
-  if (ctx.cancellationSignal.aborted) {
+  if (cancelled.aborted) {
+    // The last chunks go out before the activity ends: the workflow publishes `step-interrupted` after it.
     await out.flush().catch(() => undefined);
     throw new CancelledFailure('The step was cancelled.');
   }

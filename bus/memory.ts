@@ -6,6 +6,7 @@ import {
   type ArchivePage,
   type BusItem,
   type BusRetention,
+  type ControlNotice,
   type EventBus,
   type SubscribeFrom,
 } from './types';
@@ -100,6 +101,7 @@ export class MemoryBus implements EventBus {
   private closed = false;
 
   private readonly announced = new Map<string, AgentSummary>();
+  private readonly noticeListeners = new Set<(notice: ControlNotice) => void>();
 
   constructor(retention: Partial<BusRetention> = {}) {
     this.retention = { ...defaultRetention, ...retention };
@@ -152,8 +154,24 @@ export class MemoryBus implements EventBus {
     return [...this.announced.values()];
   }
 
+  async sendNotice(notice: ControlNotice): Promise<void> {
+    if (this.closed) return;
+    // Heard on a later turn of the event loop, as over a network: the sender (a workflow's sink call, made before the
+    // worker completes its workflow task) never runs a listener's code.
+    const listeners = [...this.noticeListeners];
+    setImmediate(() => {
+      for (const listener of listeners) if (this.noticeListeners.has(listener)) listener(notice);
+    });
+  }
+
+  async onNotice(listener: (notice: ControlNotice) => void): Promise<() => Promise<void>> {
+    this.noticeListeners.add(listener);
+    return async () => void this.noticeListeners.delete(listener);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
+    this.noticeListeners.clear();
     clearInterval(this.sweeper);
     for (const listener of this.onClose) listener();
     this.threads.clear();

@@ -7,6 +7,7 @@ import {
   type ArchivePage,
   type BusItem,
   type BusRetention,
+  type ControlNotice,
   type EventBus,
   type SubscribeFrom,
 } from './types';
@@ -103,6 +104,9 @@ export class RedisBus implements EventBus {
   private readonly prefix: string;
   private readonly client: Redis;
   private readonly closing = new AbortController();
+  private readonly noticeListeners = new Set<(notice: ControlNotice) => void>();
+  /** The connection in subscriber mode that hears notices, while anyone listens. */
+  private noticeConnection: { connection: Redis; subscribed: Promise<unknown> } | null = null;
 
   constructor(url: string, opts: Partial<BusRetention> & { prefix?: string } = {}) {
     const { prefix = 'threadline', ...retention } = opts;
@@ -174,6 +178,42 @@ export class RedisBus implements EventBus {
     return Object.values(all).map((json) => JSON.parse(json) as AgentSummary);
   }
 
+  async sendNotice(notice: ControlNotice): Promise<void> {
+    if (this.closing.signal.aborted) return;
+    // While Redis is away a notice is dropped, not queued: what it announces arrives through Temporal anyway, and a
+    // notice delivered late could only stop work that is no longer in question.
+    if (['reconnecting', 'close', 'end'].includes(this.client.status)) return;
+    await this.client.publish(this.noticeChannel, JSON.stringify(notice));
+  }
+
+  async onNotice(listener: (notice: ControlNotice) => void): Promise<() => Promise<void>> {
+    if (this.closing.signal.aborted) throw new Error('RedisBus is closed: create a new bus to listen.');
+    // One subscriber connection for every listener of this bus (pub/sub: each notice reaches every process). ioredis
+    // subscribes again by itself after a reconnect; the first SUBSCRIBE waits for Redis however long it is away.
+    if (!this.noticeConnection) {
+      const connection = this.client.duplicate({ maxRetriesPerRequest: null });
+      connection.on('error', () => {});
+      connection.on('message', (channel: string, message: string) => {
+        const notice = channel === this.noticeChannel ? parseNotice(message) : null;
+        if (notice) for (const each of [...this.noticeListeners]) each(notice);
+      });
+      const subscribed = connection.subscribe(this.noticeChannel);
+      subscribed.catch(() => {});
+      this.noticeConnection = { connection, subscribed };
+    }
+    this.noticeListeners.add(listener);
+    await this.noticeConnection.subscribed;
+    return async () => {
+      this.noticeListeners.delete(listener);
+      if (this.noticeListeners.size === 0) this.stopNotices();
+    };
+  }
+
+  private stopNotices(): void {
+    this.noticeConnection?.connection.disconnect();
+    this.noticeConnection = null;
+  }
+
   async ping(): Promise<void> {
     // Commands wait in ioredis's offline queue while it reconnects: answer at once that the server is not reachable.
     if (this.client.status !== 'ready') throw new Error(`not connected (connection ${this.client.status})`);
@@ -182,6 +222,8 @@ export class RedisBus implements EventBus {
 
   async close(): Promise<void> {
     this.closing.abort();
+    this.noticeListeners.clear();
+    this.stopNotices();
     if (this.client.status === 'ready') await this.client.quit().catch(() => this.client.disconnect());
     else this.client.disconnect();
   }
@@ -254,11 +296,30 @@ export class RedisBus implements EventBus {
   private keysKey(threadKey: string): string {
     return `${this.prefix}:keys:${threadKey}`;
   }
+
+  private get noticeChannel(): string {
+    return `${this.prefix}:notices`;
+  }
 }
 
 function toEvent(id: string, json: string): ThreadEvent {
   const { threadKey, runId, type, payload, at } = JSON.parse(json) as Omit<ThreadEvent, 'id'>;
   return { id, threadKey, ...(runId !== undefined && { runId }), type, payload, at };
+}
+
+/** A notice as another process sent it, or null when it is not one this version knows (ignored). */
+function parseNotice(message: string): ControlNotice | null {
+  try {
+    const notice = JSON.parse(message) as Partial<ControlNotice>;
+    const known =
+      notice.type === 'step-cancel' &&
+      typeof notice.namespace === 'string' &&
+      typeof notice.threadKey === 'string' &&
+      typeof notice.stepKey === 'string';
+    return known ? (notice as ControlNotice) : null;
+  } catch {
+    return null;
+  }
 }
 
 function field(fields: string[], name: string): string {

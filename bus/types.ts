@@ -5,6 +5,7 @@
  */
 import type { AgentSummary } from '../protocol/api';
 import type { EventDraft, ThreadEvent } from '../protocol/events';
+import type { StepCancelNotice } from '../workflows/sinks';
 
 /**
  * Where a subscription starts.
@@ -25,6 +26,13 @@ export interface ArchivePage {
   notifications: Record<string, unknown>[];
   nextCursor: string | null;
 }
+
+/**
+ * A control notice between processes, beside the threads' streams: `step-cancel` says a workflow cancelled a step
+ * (`namespace`: its Temporal namespace), so the worker running it can stop the model call before Temporal's own
+ * cancellation reaches the activity.
+ */
+export type ControlNotice = { type: 'step-cancel'; namespace: string } & StepCancelNotice;
 
 /** Records kept per thread in the archive (the oldest are dropped beyond it). */
 export const MAX_ARCHIVED_PER_THREAD = 10_000;
@@ -48,6 +56,17 @@ export interface EventBus {
    */
   announceAgents(agents: readonly AgentSummary[]): Promise<void>;
   agents(): Promise<AgentSummary[]>;
+  /**
+   * Sends a control notice to every process listening on this bus, this one included. Best effort and live only: a
+   * process hears the notices sent while it listens, nothing is retained, and a lost notice may only cost time (what
+   * it announces arrives through Temporal anyway).
+   */
+  sendNotice(notice: ControlNotice): Promise<void>;
+  /**
+   * Calls `listener` for every notice sent from now on by any process on this bus. Resolves once listening, with a
+   * function that stops it.
+   */
+  onNotice(listener: (notice: ControlNotice) => void): Promise<() => Promise<void>>;
   /**
    * Resolves when the server the bus depends on answers, rejects with why not (readiness checks). Buses without a
    * server (in-process) leave it out.

@@ -2,11 +2,13 @@
  * The worker side of Threadline: host agents, run thread workflows and their activities.
  */
 import { createRequire } from 'node:module';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Worker, type InjectedSinks, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities';
+import { StepCancelNotices } from '../activities/cancel-notices';
 import { AgentRegistry, type AgentDefinition } from '../agents/agent';
 import { ModelResolver, type ModelSettings } from '../agents/models';
 import type { EventBus } from '../bus/types';
+import type { ThreadlineSinks } from '../workflows/sinks';
 import { summarizeAgents } from '../agents/summary';
 import type { AgentSummary } from '../protocol/api';
 import { DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, DEFAULT_TEMPORAL_ADDRESS } from '../config/settings';
@@ -65,12 +67,13 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Thread
     await ownConnection?.close();
     throw err;
   }
+  const cancelNotices = new StepCancelNotices(options.bus);
   const worker = await Worker.create({
     connection,
     namespace,
     taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
-    activities: createActivities({ agents, bus: options.bus, models }),
+    activities: createActivities({ agents, bus: options.bus, models, cancelNotices }),
     // In-flight steps get this long to finish on shutdown; after it they are cancelled and retried elsewhere.
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 10_000,
     // After a worker dies, its threads' next workflow tasks wait this long on its sticky queue before any worker
@@ -83,6 +86,10 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Thread
     // reach the provider request that late. One heartbeat a second bounds it to about a second.
     maxHeartbeatThrottleInterval: '1 second',
     ...options.worker,
+    sinks: { ...options.worker?.sinks, ...stepSinks(options.bus) },
+  }).catch(async (err: unknown) => {
+    await cancelNotices.close();
+    throw err;
   });
   const announcer = announceAgents(options.bus, summarizeAgents(options.agents, modelSettings));
   let running: Promise<void> | null = null;
@@ -92,6 +99,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Thread
     run() {
       running ??= worker.run().finally(async () => {
         announcer.stop();
+        await cancelNotices.close();
         await ownConnection?.close();
       });
       return running;
@@ -99,6 +107,25 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Thread
     async shutdown() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
+    },
+  };
+}
+
+/**
+ * The workflow's cancellation of a step reaches the activity in a heartbeat response, throttled (above) to one a
+ * second; the notice goes over the bus to whichever worker runs the step, which stops the model call at once
+ * (activities/cancel-notices.ts). Not awaited: sink calls run before the worker completes the workflow task.
+ */
+function stepSinks(bus: EventBus): InjectedSinks<ThreadlineSinks> {
+  return {
+    threadlineSteps: {
+      cancelRequested: {
+        fn: (info, notice) => {
+          bus.sendNotice({ type: 'step-cancel', namespace: info.namespace, ...notice }).catch((err: Error) => {
+            logger('worker').warn({ err }, 'Sending a cancel notice failed: the step hears of it by heartbeat.');
+          });
+        },
+      },
     },
   };
 }

@@ -11,6 +11,7 @@ import {
   isCancellation,
   log,
   proxyActivities,
+  proxySinks,
   setHandler,
   sleep,
   uuid4,
@@ -73,6 +74,7 @@ import {
   toolSummary,
 } from '../protocol/summaries';
 import { syncSearchAttributes } from './search-attributes';
+import type { ThreadlineSinks } from './sinks';
 import { captureBeforeStep, captureStepPlan, captureStepResult } from './inspection';
 
 type Activities = ReturnType<typeof createActivities>;
@@ -104,6 +106,8 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: { maximumAttempts: config.step.maxAttempts, initialInterval: config.step.initialRetryMs },
   });
+  // Tells the worker that runs a step, over the bus, that its cancellation is on the way (workflows/sinks.ts).
+  const { threadlineSteps } = proxySinks<ThreadlineSinks>();
   const { runTool } = proxyActivities<Activities>({
     startToCloseTimeout: config.tool.startToCloseTimeoutMs,
     retry: { maximumAttempts: config.tool.maxAttempts },
@@ -409,14 +413,16 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
   };
 
   /**
-   * Runs `fn` in a scope that is cancelled as soon as `cancelWhen()` holds. Resolves once the scope settled and the
-   * watcher is gone, so no condition outlives the work it guards.
+   * Runs `fn` in a scope that is cancelled as soon as `cancelWhen()` holds (then `onCancel` runs). Resolves once the
+   * scope settled and the watcher is gone, so no condition outlives the work it guards.
    */
-  const cancellable = async <T>(cancelWhen: () => boolean, fn: () => Promise<T>): Promise<T> => {
+  const cancellable = async <T>(cancelWhen: () => boolean, fn: () => Promise<T>, onCancel?: () => void): Promise<T> => {
     const scope = new CancellationScope();
     let settled = false;
     const watcher = condition(() => settled || cancelWhen()).then(() => {
-      if (!settled) scope.cancel();
+      if (settled) return;
+      scope.cancel();
+      onCancel?.();
     });
     try {
       return await scope.run(fn);
@@ -468,6 +474,8 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       result = await cancellable(
         () => run.interruptRequested || run.abortRequested === true,
         () => runStep.executeWithOptions({ summary: stepSummary(plan) }, [stepInput(plan)]),
+        // The cancellation stays the decision; the notice only lets the step's worker stop the model call sooner.
+        () => threadlineSteps.cancelRequested({ threadKey: key, stepKey: plan.stepKey }),
       );
     } catch (err) {
       // The step may not have published the events that precede it; publishing is idempotent by key, so send them

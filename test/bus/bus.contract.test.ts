@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryBus } from '../../bus/memory';
 import { RedisBus } from '../../bus/redis';
-import type { BusItem, BusRetention, EventBus, SubscribeFrom } from '../../bus/types';
+import type { BusItem, BusRetention, ControlNotice, EventBus, SubscribeFrom } from '../../bus/types';
 import type { EventDraft, ThreadEvent } from '../../protocol/events';
 import { startRedis, type RedisServer } from '../support/redis';
 
@@ -261,6 +261,26 @@ describe.each(implementations)('$name bus', { timeout: 30_000 }, ({ name, create
     expect(await within(waiting)).toEqual({ done: true, value: undefined });
   });
 
+  it('sends control notices to every listener, this bus included, until each stops listening', async () => {
+    const bus = newBus();
+    const one = noticeLog();
+    const two = noticeLog();
+    const stopOne = await bus.onNotice(one.listener);
+    const stopTwo = await bus.onNotice(two.listener);
+    cleanups.push(stopTwo);
+    const notice = stepCancel('1');
+    await bus.sendNotice(notice);
+    await one.heard(1);
+    await two.heard(1);
+
+    await stopOne();
+    await bus.sendNotice(stepCancel('2'));
+    await two.heard(2);
+    // Both listeners hear a notice at once: once the second has it, the first would have it too.
+    expect(one.seen).toEqual([notice]);
+    expect(two.seen).toEqual([notice, stepCancel('2')]);
+  });
+
   if (name === 'memory') {
     it('treats an id it never issued (an earlier process) as a gap, then replays what it retains', async () => {
       const bus = newBus();
@@ -290,6 +310,41 @@ describe.each(implementations)('$name bus', { timeout: 30_000 }, ({ name, create
       expect(await client.pttl(`${prefix}:keys:${thread}`)).toBeGreaterThan(0);
     });
 
+    it('sends a notice to every bus on the same Redis and prefix, no other', async () => {
+      const prefix = `test-${randomUUID()}`;
+      const [sender, same, other] = [prefix, prefix, `${prefix}-other`].map((p) => {
+        const bus = new RedisBus(redis!.url, { prefix: p });
+        cleanups.push(() => bus.close());
+        return bus;
+      });
+      const sameLog = noticeLog();
+      const otherLog = noticeLog();
+      cleanups.push(await same.onNotice(sameLog.listener), await other.onNotice(otherLog.listener));
+      await sender.sendNotice(stepCancel('1'));
+      await sameLog.heard(1);
+      // Redis delivers in order per connection: what the other prefix could hear of it, it heard before this.
+      await other.sendNotice(stepCancel('mark'));
+      await otherLog.heard(1);
+      expect(otherLog.seen).toEqual([stepCancel('mark')]);
+    });
+
+    it('hears notices again after a redis-server restart', async () => {
+      const bus = newBus();
+      const log = noticeLog();
+      cleanups.push(await bus.onNotice(log.listener));
+      await bus.sendNotice(stepCancel('before'));
+      await log.heard(1);
+
+      await redis!.restart();
+      // Sent while the bus reconnects, a notice is dropped: send until one arrives.
+      for (let i = 0; log.seen.length < 2; i++) {
+        if (i > 1_500) throw new Error('No notice heard within 15 s of the restart');
+        await bus.sendNotice(stepCancel('after'));
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(log.seen[1]).toEqual(stepCancel('after'));
+    });
+
     it('keeps a subscription across a redis-server restart', async () => {
       const bus = newBus();
       const thread = newThread();
@@ -304,6 +359,37 @@ describe.each(implementations)('$name bus', { timeout: 30_000 }, ({ name, create
     });
   }
 });
+
+function stepCancel(stepKey: string): ControlNotice {
+  return { type: 'step-cancel', namespace: 'default', threadKey: 'r1:t1', stepKey };
+}
+
+/** Records the notices a listener hears; `heard(n)` resolves once it has `n` of them (fails after 15 s). */
+function noticeLog() {
+  const seen: ControlNotice[] = [];
+  const waiters = new Set<() => void>();
+  return {
+    seen,
+    listener: (notice: ControlNotice) => {
+      seen.push(notice);
+      for (const wake of waiters) wake();
+    },
+    heard: (count: number) =>
+      within(
+        new Promise<void>((resolve) => {
+          const check = () => {
+            if (seen.length < count) return;
+            waiters.delete(check);
+            resolve();
+          };
+          waiters.add(check);
+          check();
+        }),
+        15_000,
+        () => `heard ${seen.length} of ${count} notices`,
+      ),
+  };
+}
 
 function newThread(): string {
   return `thread-${randomUUID()}`;

@@ -53,6 +53,8 @@ class WatchedBus implements EventBus {
 
   archive: EventBus['archive'] = (key, records) => this.inner.archive(key, records);
   archived: EventBus['archived'] = (key, page) => this.inner.archived(key, page);
+  sendNotice: EventBus['sendNotice'] = (notice) => this.inner.sendNotice(notice);
+  onNotice: EventBus['onNotice'] = (listener) => this.inner.onNotice(listener);
 
   /** Ends every open subscription to `key` as if the bus had closed: their streams end normally. */
   endSubscriptions(key: string): void {

@@ -112,6 +112,19 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   };
 }
 
+/** Fails with `what` if `promise` does not settle within `ms` (a generous bound, never a wait). */
+export async function within<T>(promise: Promise<T>, what: string, ms = 30_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Reads a stream until `done(event, all)` says so; fails after `timeoutMs` with what it saw. */
 export async function collectUntil(
   stream: AsyncIterable<ThreadEvent>,

@@ -51,6 +51,8 @@ export interface ReceivedRequest {
   closedEarly: boolean;
   /** Resolves when the client disconnects before the reply finished; never resolves otherwise. */
   closed: Promise<void>;
+  /** How the exchange ended: the whole reply sent (`finished`), or the client closed the request first (`closed`). */
+  ended: Promise<'finished' | 'closed'>;
 }
 
 /** Chooses the reply to a request. */
@@ -96,8 +98,11 @@ export async function startModelServer(opts: { defaultReply?: Responder; port?: 
   async function handleChatCompletion(httpReq: IncomingMessage, res: ServerResponse): Promise<void> {
     // Watch for an early disconnect before reading the body, so no close event can be missed.
     const disconnected = new AbortController();
+    let ended!: (how: 'finished' | 'closed') => void;
+    const endedPromise = new Promise<'finished' | 'closed'>((resolve) => (ended = resolve));
     res.on('close', () => {
       if (!res.writableFinished) disconnected.abort();
+      ended(res.writableFinished ? 'finished' : 'closed');
     });
 
     let body: ChatCompletionBody;
@@ -115,6 +120,7 @@ export async function startModelServer(opts: { defaultReply?: Responder; port?: 
       receivedAt: Date.now(),
       closedEarly: false,
       closed: new Promise((resolve) => whenAborted(disconnected.signal, resolve)),
+      ended: endedPromise,
     };
     whenAborted(disconnected.signal, () => (received.closedEarly = true));
     requests.push(received);

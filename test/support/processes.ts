@@ -21,6 +21,8 @@ export interface WorkerProcessEnv {
   THREADLINE_TEST_AGENTS?: string;
   /** A file every tool call appends a JSON line to (read it with `readToolLog`). */
   THREADLINE_TEST_TOOL_LOG?: string;
+  /** `1`: the worker runs activities only, no workflow tasks. */
+  THREADLINE_TEST_ACTIVITIES_ONLY?: string;
   /** Serve `/health` and `/metrics` on this loopback port (`0`: any; the process prints `HTTP <url>`). */
   THREADLINE_WORKER_HTTP_PORT?: string;
 }

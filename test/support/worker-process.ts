@@ -11,6 +11,7 @@
  *   THREADLINE_TEST_AGENTS                  comma-separated ids of the test agents to host (default `tester`;
  *                                           the table is test/support/test-agents.ts)
  *   THREADLINE_TEST_TOOL_LOG                optional file where every tool call appends a JSON line
+ *   THREADLINE_TEST_ACTIVITIES_ONLY         `1`: run activities only, no workflow tasks (another process runs those)
  *   THREADLINE_WORKER_HTTP_PORT             optional: the Runtime as `worker/main.ts` installs it (JSON logs at warn,
  *                                           the SDK's metrics) and its `/health` + `/metrics` listener on this
  *                                           loopback port (`0`: any), announced as `HTTP <url>` before `READY`
@@ -45,6 +46,9 @@ const worker = await createWorker({
   models: { openaiBaseUrl: required('OPENAI_BASE_URL'), openaiApiKey: 'test' },
   workflowBundle: { codePath: required('THREADLINE_WORKFLOW_BUNDLE') },
   shutdownGraceTimeMs: 1_000,
+  ...(process.env.THREADLINE_TEST_ACTIVITIES_ONLY === '1' && {
+    worker: { workflowBundle: undefined, workflowsPath: undefined },
+  }),
 });
 const running = worker.run();
 const http = httpPort ? await serveWorkerHttp({ worker: worker.worker, port: Number(httpPort) }) : null;

@@ -17,7 +17,7 @@ import type { ThreadEvent } from '../../protocol/events';
 import type { SendTarget } from '../../protocol/api';
 import type { ThreadTarget } from '../../protocol/schemas';
 import { threadKey } from '../../protocol/ids';
-import { startHarness, testAgent, userTurns, type Harness } from '../support/harness';
+import { startHarness, testAgent, userTurns, within, type Harness } from '../support/harness';
 import { echoResponder, type ReceivedRequest, type ScriptedReply } from '../support/model-server';
 
 /** A promise the test resolves: replies and tools wait on it, so nothing depends on timing. */
@@ -115,19 +115,6 @@ function script(...entries: { reply: ScriptedReply; gate?: Gate }[]): number {
 async function request(index: number): Promise<ReceivedRequest> {
   const all = await h.model.waitForRequests(index + 1, 30_000);
   return all[index];
-}
-
-/** Fails with `what` if `promise` does not settle within `ms` (a generous bound, never a wait). */
-async function within<T>(promise: Promise<T>, what: string, ms = 30_000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 const recorders: (() => void)[] = [];
