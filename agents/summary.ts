@@ -1,9 +1,10 @@
 /**
  * What a gateway needs to know about an agent: plain data, announced by workers on the bus, so that gateways list
- * and check agents without loading their code or a model provider.
+ * and check agents without loading their code or a model provider, and clients start threads with the agent's
+ * profile in hand.
  */
 import type { AgentSummary } from '../protocol/api';
-import type { AgentDefinition } from './agent';
+import { agentProfile, type AgentDefinition } from './agent';
 import { defaultModelName, type ModelSettings } from './models';
 
 export function summarizeAgent(agent: AgentDefinition, models: ModelSettings = {}): AgentSummary {
@@ -16,6 +17,7 @@ export function summarizeAgent(agent: AgentDefinition, models: ModelSettings = {
     tools: Object.fromEntries(
       Object.entries(agent.tools ?? {}).map(([name, t]) => [name, { id: name, description: t.description }]),
     ),
+    profile: agentProfile(agent),
   };
 }
 

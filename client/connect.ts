@@ -38,6 +38,7 @@ import {
 } from '../protocol/schemas';
 import { DEFAULT_TASK_QUEUE, temporalConnectionFromEnv, temporalConnectionOptions } from '../config/settings';
 import { subscribe, type ThreadSubscription } from './subscription';
+import { AgentProfiles } from './agent-profiles';
 import { type SubscribeOptions } from '../protocol/api';
 import { threadKey } from '../protocol/ids';
 import { isFailureType, type FailureDetails, type FailureType } from '../protocol/failures';
@@ -131,6 +132,8 @@ export class ThreadlineClient {
   private readonly ownConnection: Connection | null;
   private readonly ownBus: EventBus | null;
   private readonly inFlight = new KeyedLimiter(8);
+  /** Agents' profiles as workers announced them: a new thread starts with its agent's, saving it a round trip. */
+  private readonly profiles = new AgentProfiles(() => this.bus.agents());
 
   constructor(temporal: Client, options: ConnectOptions, ownConnection: Connection | null) {
     this.temporal = temporal;
@@ -166,13 +169,16 @@ export class ThreadlineClient {
     answered: (err: unknown) => R | null = () => null,
   ): Promise<R> {
     const workflowId = threadKey(target.resourceId, target.threadId);
+    const agentId = (arg as { agentId?: string }).agentId;
+    const profile = agentId ? await this.profiles.get(agentId) : undefined;
+    const profiles = profile && agentId ? { [agentId]: profile } : undefined;
     const release = await this.inFlight.acquire(workflowId);
     try {
       for (let attempt = 1; ; attempt++) {
         try {
           return await this.temporal.workflow.executeUpdateWithStart(update, {
             args: [arg],
-            startWorkflowOperation: this.startOperation(workflowId, target),
+            startWorkflowOperation: this.startOperation(workflowId, target, profiles),
           });
         } catch (err) {
           const answer = answered(err);
@@ -186,11 +192,11 @@ export class ThreadlineClient {
     }
   }
 
-  private startOperation(workflowId: string, target: ThreadTarget) {
+  private startOperation(workflowId: string, target: ThreadTarget, profiles?: ThreadWorkflowArgs['profiles']) {
     return new WithStartWorkflowOperation<(args: ThreadWorkflowArgs) => Promise<void>>(THREAD_WORKFLOW_TYPE, {
       workflowId,
       taskQueue: this.taskQueue,
-      args: [{ resourceId: target.resourceId, threadId: target.threadId, config: this.threadConfig }],
+      args: [{ resourceId: target.resourceId, threadId: target.threadId, config: this.threadConfig, profiles }],
       workflowIdConflictPolicy: 'USE_EXISTING',
       // Findable by resource from the start; the workflow keeps the other attributes (docs/operations.md).
       typedSearchAttributes: [{ key: resourceSearchAttribute, value: keywordValue(target.resourceId) }],

@@ -42,3 +42,9 @@ export class AgentDirectory {
     return this.pending;
   }
 }
+
+/** An agent as `GET /api/agents` shows it: the summary without the profile workers announce for clients. */
+export function publicSummary({ profile, ...shown }: AgentSummary): Omit<AgentSummary, 'profile'> {
+  void profile;
+  return shown;
+}

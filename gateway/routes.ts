@@ -18,7 +18,7 @@
  */
 import type { Context } from 'hono';
 import { z } from 'zod';
-import type { AgentDirectory } from './agents';
+import { publicSummary, type AgentDirectory } from './agents';
 import type { SendResult, ThreadlineClient } from '../client/connect';
 import { NotFoundError, ValidationError } from '../protocol/errors';
 import {
@@ -223,7 +223,8 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
       path: '/api/agents',
       summary: 'The registered agents, keyed by id: id, name, description, instructions, modelId, tools.',
       thread: 'none',
-      handle: async ({ c }) => c.json(Object.fromEntries((await deps.agents.list()).map((a) => [a.id, a]))),
+      handle: async ({ c }) =>
+        c.json(Object.fromEntries((await deps.agents.list()).map((a) => [a.id, publicSummary(a)]))),
     }),
 
     ...(['send-message', 'queue-message'] as const).map((route) =>

@@ -2,6 +2,7 @@
  * Shapes both clients share: the TypeScript client over Temporal and the fetch-only HTTP client.
  */
 import type { IfActive, IfIdle } from './schemas';
+import type { AgentProfile } from './agent-profile';
 
 export interface SendTarget {
   resourceId: string;
@@ -26,4 +27,9 @@ export interface AgentSummary {
   instructions: string;
   modelId: string;
   tools: Record<string, { id: string; description?: string }>;
+  /**
+   * What a thread's workflow needs of the agent before its first step (window, owned lanes, notification policy):
+   * clients pass it when they start a thread (`ThreadWorkflowArgs.profiles`), saving the workflow a round trip.
+   */
+  profile?: AgentProfile;
 }

@@ -2,6 +2,7 @@
  * A thread's settings: limits, timeouts, the default context window. Passed when the thread's workflow starts and
  * carried across continue-as-new, so every execution of a thread runs with the settings it was created with.
  */
+import type { AgentProfile } from './agent-profile';
 import type { ContextWindowConfig } from './messages';
 import { defaultLimits } from './vocabulary';
 
@@ -92,6 +93,11 @@ export interface ThreadWorkflowArgs<Snapshot = unknown> {
   config?: ThreadConfigInput;
   /** Set by continue-as-new: the thread as the previous execution left it. */
   snapshot?: Snapshot;
+  /**
+   * The profiles of agents the starting client already knows (workers announce them: `AgentSummary.profile`), so the
+   * first step needs no round trip to a worker to ask. Used by this execution only; an agent missing here is asked.
+   */
+  profiles?: Record<string, AgentProfile>;
 }
 
 /** The workflow type name every client starts threads with. */

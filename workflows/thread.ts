@@ -131,6 +131,10 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
   const profileOf = async (agentId: string): Promise<AgentProfile | null> => {
     // One request per agent, shared by every handler that needs it meanwhile.
     let profile = profiles.get(agentId);
+    // The starting client's copy of what the worker announced saves the round trip (this execution only: the next
+    // one asks, so a deploy that changes an agent reaches the thread at its next execution).
+    const given = args.profiles?.[agentId];
+    if (!profile && given) profiles.set(agentId, (profile = Promise.resolve(given)));
     if (!profile) {
       profile = describeAgent
         .executeWithOptions({ summary: describeAgentSummary(agentId) }, [agentId])
