@@ -186,7 +186,8 @@ function notReadyError(address: string, namespace: string, reason: string): Erro
   );
 }
 
-function canConnect(address: string): Promise<boolean> {
+/** Whether a TCP connection to `host:port` opens now. */
+export function canConnect(address: string): Promise<boolean> {
   const [host, port] = address.split(':');
   return new Promise((resolve) => {
     const socket = createConnection({ host, port: Number(port) });

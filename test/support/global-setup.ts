@@ -1,6 +1,7 @@
 /**
  * One real Temporal dev server for the whole test run (built from the Go module proxy on first use), and one
- * workflow bundle that every test worker reuses.
+ * workflow bundle that every test worker reuses. `THREADLINE_TEST_TEMPORAL=production` runs the production
+ * Temporal server on PostgreSQL instead (test/support/production-temporal.ts); `TEMPORAL_ADDRESS` uses a running one.
  */
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,8 +13,10 @@ import { startDevServer, type DevServer } from '../../worker/dev-server';
 import { locateTemporalCli } from '../../worker/temporal-cli';
 import { workflowsPath } from '../../worker/index';
 import { registerSearchAttributes } from '../../worker/search-attributes';
+import { locateTemporalServer } from '../../worker/temporal-server';
+import { startProductionTemporal, type ProductionTemporal } from './production-temporal';
 
-let server: DevServer | null = null;
+let server: DevServer | ProductionTemporal | null = null;
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -26,7 +29,15 @@ declare module 'vitest' {
 export async function setup(project: TestProject): Promise<void> {
   const cliPath = await locateTemporalCli({ log: (line) => console.log(line) });
   let address = process.env.TEMPORAL_ADDRESS;
-  if (!address) {
+  const temporal = process.env.THREADLINE_TEST_TEMPORAL || 'dev';
+  if (temporal !== 'dev' && temporal !== 'production') {
+    throw new Error(`THREADLINE_TEST_TEMPORAL is "${temporal}": use "dev" (the default) or "production".`);
+  }
+  if (!address && temporal === 'production') {
+    const binaries = await locateTemporalServer({ log: (line) => console.log(line) });
+    server = await startProductionTemporal({ binaries, cliPath, log: (line) => console.warn(line) });
+    address = server.address;
+  } else if (!address) {
     // It registers Threadline's search attributes itself.
     server = await startDevServer({ cliPath, port: 0, headless: true });
     address = server.address;
