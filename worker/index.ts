@@ -82,8 +82,8 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Thread
     // Tool activities have no heartbeat timeout, so their heartbeats are throttled to this interval (SDK default 30 s):
     // it bounds how long an aborted run's tool keeps running before its abortSignal fires.
     defaultHeartbeatThrottleInterval: '1 second',
-    // A step's heartbeats are otherwise throttled to 80% of its heartbeat timeout (8 s): an interrupt or abort would
-    // reach the provider request that late. One heartbeat a second bounds it to about a second.
+    // A step's heartbeats are otherwise throttled to 80% of its heartbeat timeout (8 s): an interrupt or abort whose
+    // cancel notice is lost (stepSinks below) would reach the provider request that late. One a second bounds it.
     maxHeartbeatThrottleInterval: '1 second',
     ...options.worker,
     sinks: { ...options.worker?.sinks, ...stepSinks(options.bus) },
