@@ -94,9 +94,13 @@ function stepId(namespace: string, threadKey: string, stepKey: string): string {
  * one a second; asking the server directly (the worker's client: RecordActivityTaskHeartbeat with this task's token)
  * learns it as soon as the workflow task that decided it completed, and then this reports the cancellation itself
  * (RespondActivityTaskCanceled, the same history event the SDK would write) and ends the activity without a result
- * (`CompleteAsyncError`: the SDK reports nothing more). The notice may arrive before that workflow task reached the
- * server (the sink runs just before the worker sends it), hence the short retries. A cancellation that is not
- * recorded within the heartbeat timeout was never decided for good: the attempt fails retryably and the step runs again.
+ * (`CompleteAsyncError`: the SDK reports nothing more). Throwing a `CancelledFailure` instead would not do: the SDK
+ * reports a cancellation only once it heard of it itself, else a failure, which the server does not retry once the
+ * cancellation is recorded but hands to the workflow as an error, so the run would end with `error`.
+ *
+ * The notice may arrive before the deciding workflow task reached the server (the sink runs just before the worker
+ * sends it), hence the short retries. A cancellation that is not recorded within the heartbeat timeout was never
+ * decided for good: the attempt fails retryably and the step runs again.
  */
 async function awaitCancellation(ctx: Context): Promise<never> {
   const withinMs = ctx.info.heartbeatTimeoutMs || 10_000;
