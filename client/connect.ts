@@ -38,6 +38,8 @@ import {
 } from '../protocol/schemas';
 import { DEFAULT_TASK_QUEUE, temporalConnectionFromEnv, temporalConnectionOptions } from '../config/settings';
 import { subscribe, type ThreadSubscription } from './subscription';
+import { forkThread, inspectThreadStep, listThreadSteps } from './time-travel';
+import type { ForkRequest, StepList, StepPrompt } from '../protocol/time-travel';
 import { AgentProfiles } from './agent-profiles';
 import { type SubscribeOptions } from '../protocol/api';
 import { threadKey } from '../protocol/ids';
@@ -365,6 +367,21 @@ export class ThreadlineClient {
       thread: await this.getThread(target),
       messages: (await this.getMessages(target, { limit: 20 }))?.messages ?? [],
     }));
+  }
+
+  /** The thread's steps (model calls) from its history, oldest first; `null` when the thread does not exist. */
+  listSteps(target: ThreadTarget): Promise<StepList | null> {
+    return listThreadSteps(this.temporal, target);
+  }
+
+  /** What the model received at the thread's step `step` (a worker replays the history: `./time-travel`). */
+  inspectStep(target: ThreadTarget, step: number): Promise<StepPrompt> {
+    return inspectThreadStep(this.temporal, target, step);
+  }
+
+  /** A new thread from `source` as it stood before step `request.atStep`, re-running that step; answers its view. */
+  forkThread(source: ThreadTarget, request: ForkRequest): Promise<ThreadView> {
+    return forkThread(this.temporal, source, request);
   }
 
   /** The agents workers announced on the bus (what `GET /api/agents` lists). */

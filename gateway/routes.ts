@@ -34,6 +34,7 @@ import {
   stateSignalSchema,
   threadTargetSchema,
   toolApprovalSchema,
+  describeZodError,
 } from '../protocol/schemas';
 import {
   echoOf,
@@ -48,6 +49,7 @@ import { defineRoute, type Route } from './route';
 import { streamThread, type StreamDeps } from './sse';
 import { metrics, renderMetrics } from '../observability';
 import { checkReadiness } from './ready';
+import { authorizeTarget } from './auth';
 
 export interface RouteDeps extends StreamDeps {
   client: ThreadlineClient;
@@ -135,6 +137,17 @@ const messagesQuerySchema = z.object({
     .pipe(z.number().int().min(1, LIMIT_MESSAGE).max(1000, LIMIT_MESSAGE))
     .optional(),
   before: z.string().optional(),
+});
+
+const stepParamSchema = z
+  .string()
+  .regex(/^[1-9]\d{0,15}$/, 'must be a step number (from 1)')
+  .transform(Number);
+
+const forkBodySchema = z.object({
+  atStep: z.number().int().min(1),
+  to: threadTargetSchema,
+  agentId: z.string().min(1).max(1_000).optional(),
 });
 
 const abortBodySchema = threadTargetSchema.extend(abortRequestSchema.shape).extend({
@@ -478,6 +491,59 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
         const page = await client.getMessages(target, { limit: query.limit, before: query.before });
         if (!page) throw new NotFoundError(`No thread ${target.resourceId}/${target.threadId}.`);
         return c.json(page);
+      },
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/api/threads/:resourceId/:threadId/steps',
+      summary: "The thread's steps (model calls), oldest first, from its history: `{ steps }`.",
+      description:
+        'Each step: `{ step, runId, stepNumber, agentId, status, startedAt?, summary, execution }`. `step` is the ' +
+        'thread-wide step number (across runs and continue-as-new) that the prompt and fork routes take; status is ' +
+        '`completed`, `failed`, `cancelled` or `running`.',
+      thread: 'path',
+      statuses: [404],
+      handle: async ({ c, target }) => {
+        const list = await client.listSteps(target);
+        if (!list) throw new NotFoundError(`No thread ${target.resourceId}/${target.threadId}.`);
+        return c.json(list);
+      },
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/api/threads/:resourceId/:threadId/steps/:step/prompt',
+      summary: 'What the model received at a step: system prompt, tools, messages and the provider request body.',
+      description:
+        'Rebuilt by a worker of the thread, which replays its history with the current code (a second or two; the ' +
+        "worker's first inspection also bundles the workflow code). Answers `{ step, runId, stepNumber, agentId, " +
+        'status, execution, model, system, tools, messages, settings?, request: { url, body } | null, complete, ' +
+        'notes }`; `request.body` is the provider request byte for byte (built-in OpenAI provider).',
+      thread: 'path',
+      statuses: [404],
+      handle: async ({ c, target }) => {
+        const parsed = stepParamSchema.safeParse(c.req.param('step'));
+        if (!parsed.success) throw new ValidationError(`Invalid step: ${describeZodError(parsed.error)}`);
+        return c.json(await client.inspectStep(target, parsed.data));
+      },
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/api/threads/:resourceId/:threadId/fork',
+      summary:
+        'Start a new thread from this one as it stood before a step; it re-runs that step (optionally with another agent).',
+      description:
+        'Body `{ atStep, to: { resourceId, threadId }, agentId? }`. The caller must be allowed both threads. The fork ' +
+        'keeps the conversation, the run that was about to take the step, lanes and inbox; it drops queued runs, ' +
+        "remembered input ids and the source's unpublished events. Answers the fork's view; 409 when `to` exists.",
+      thread: 'path',
+      body: forkBodySchema,
+      statuses: [404, 409],
+      handle: async ({ c, target, body }) => {
+        const to = authorizeTarget(c.get('caller'), body.to);
+        return c.json(await client.forkThread(target, { atStep: body.atStep, to, agentId: body.agentId }));
       },
     }),
   ];

@@ -27,6 +27,7 @@ import type {
   ToolApprovalResult,
 } from './types';
 import type { AgentSummary } from '../protocol/api';
+import type { ForkRequest, StepList, StepPrompt } from '../protocol/time-travel';
 
 type Query = Record<string, string | number | boolean | readonly string[] | undefined>;
 
@@ -164,6 +165,27 @@ export class ThreadlineHttpClient {
 
   archiveNotification(target: ThreadTarget, id: string): Promise<NotificationRecord> {
     return this.notificationAction(target, id, 'archive');
+  }
+
+  /** The thread's steps (model calls), oldest first, with the thread-wide `step` numbers. Null when there is no thread. */
+  listSteps(target: ThreadTarget): Promise<StepList | null> {
+    return this.request('GET', `${threadPath(target)}/steps`, { retry: true, nullOn404: true });
+  }
+
+  /** What the model received at step `step`: system prompt, tools, messages and the provider request body. */
+  inspectStep(target: ThreadTarget, step: number): Promise<StepPrompt> {
+    return this.request('GET', `${threadPath(target)}/steps/${enc(String(step))}/prompt`, { retry: true });
+  }
+
+  /**
+   * Starts `request.to` from this thread as it stood before step `request.atStep` (re-running it, with
+   * `request.agentId` when given); answers the fork's view. 409 when `to` exists. Not retried: a fork is not
+   * idempotent (a resend would meet the fork it made, 409).
+   */
+  forkThread(source: ThreadTarget, request: ForkRequest): Promise<ThreadView> {
+    const to = { resourceId: request.to.resourceId, threadId: request.to.threadId };
+    const body = { atStep: request.atStep, to, ...(request.agentId !== undefined ? { agentId: request.agentId } : {}) };
+    return this.request('POST', `${threadPath(source)}/fork`, { body });
   }
 
   private notificationAction(target: ThreadTarget, id: string, action: string): Promise<NotificationRecord> {

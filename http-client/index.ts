@@ -26,4 +26,5 @@ export type {
   ToolApprovalResult,
 } from './types';
 export type { AgentSummary } from '../protocol/api';
+export type { ForkRequest, StepList, StepListing, StepPrompt, StepStatus } from '../protocol/time-travel';
 export type { ThreadEvent } from '../protocol/events';

@@ -19,8 +19,10 @@ import {
   approveCommand,
   declineCommand,
   doctorCommand,
+  forkCommand,
   historyCommand,
   inboxCommand,
+  inspectCommand,
   messagesCommand,
   queueCommand,
   sendCommand,
@@ -123,6 +125,8 @@ const commands: Record<string, Command | CommandGroup> = {
   decline: declineCommand,
   inbox: inboxCommand,
   history: historyCommand,
+  inspect: inspectCommand,
+  fork: forkCommand,
 };
 
 function describeConfig(settings: Settings, variables: ReturnType<typeof variableRows>, model: string): string {

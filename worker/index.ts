@@ -14,6 +14,7 @@ import type { AgentSummary } from '../protocol/api';
 import { DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, DEFAULT_TEMPORAL_ADDRESS } from '../config/settings';
 import { logger } from '../observability';
 import { checkSearchAttributes } from './search-attributes';
+import { inspectionActivities } from './inspect';
 
 const require = createRequire(import.meta.url);
 
@@ -73,7 +74,11 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Thread
     namespace,
     taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
-    activities: createActivities({ agents, bus: options.bus, models, cancelNotices }),
+    activities: {
+      ...createActivities({ agents, bus: options.bus, models, cancelNotices }),
+      // Time travel (`threadline inspect`, `fork`): replays a thread's history with this worker's code and agents.
+      ...inspectionActivities({ agents, models: modelSettings, workflowsPath }),
+    },
     // In-flight steps get this long to finish on shutdown; after it they are cancelled and retried elsewhere.
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 10_000,
     // After a worker dies, its threads' next workflow tasks wait this long on its sticky queue before any worker

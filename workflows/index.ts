@@ -1,1 +1,2 @@
 export { threadWorkflow } from './thread';
+export { threadlineInspectStep } from './inspect-step';

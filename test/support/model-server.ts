@@ -40,6 +40,8 @@ type ChatMessage = any;
 export interface ReceivedRequest {
   /** Position in {@link ModelServer.requests}, from 0. */
   index: number;
+  /** The body as it arrived, byte for byte (as UTF-8 text). */
+  rawBody: string;
   /** The parsed JSON body. */
   body: ChatCompletionBody;
   /** `body.messages`: the prompt the model saw. */
@@ -105,15 +107,18 @@ export async function startModelServer(opts: { defaultReply?: Responder; port?: 
       ended(res.writableFinished ? 'finished' : 'closed');
     });
 
+    let rawBody: string;
     let body: ChatCompletionBody;
     try {
-      body = JSON.parse(await readBody(httpReq));
+      rawBody = await readBody(httpReq);
+      body = JSON.parse(rawBody);
     } catch {
       if (disconnected.signal.aborted) return;
       return sendError(res, 400, 'Request body is not valid JSON. Send a chat completions request body.');
     }
     const received: ReceivedRequest = {
       index: requests.length,
+      rawBody,
       body,
       messages: Array.isArray(body?.messages) ? body.messages : [],
       model: String(body?.model ?? ''),

@@ -4,7 +4,7 @@
  * `threadline history replay` reads it back; it also takes a single Temporal JSON history (`{ "events": [...] }`,
  * like test/replay/histories/*.json).
  */
-import type { WorkflowClient } from '@temporalio/client';
+import { readHistoryChain, type ChainExecution } from '../../client/history-chain';
 import type { JsonEvent } from './divergence';
 
 export const HISTORY_FORMAT = 'threadline-history';
@@ -21,37 +21,10 @@ export interface HistoryExport {
   executions: ExportedExecution[];
 }
 
-export interface ExportedExecution {
-  runId: string;
-  /** The execution it continued from (none for the first). */
-  continuedFromRunId?: string;
-  eventCount: number;
-  /** Temporal's JSON form of the history: `{ events: [...] }`. */
-  history: { events: JsonEvent[] };
-}
+/** One execution of the chain (client/history-chain.ts reads them). */
+export type ExportedExecution = ChainExecution;
 
-/** Every execution of `workflowId`'s chain, oldest first: back from the latest along `continuedExecutionRunId`. */
-export async function readHistoryChain(workflow: WorkflowClient, workflowId: string): Promise<ExportedExecution[]> {
-  const { historyToJSON } = await import('@temporalio/common/lib/proto-utils');
-  const chain: ExportedExecution[] = [];
-  let runId: string | undefined = (await workflow.getHandle(workflowId).describe()).runId;
-  while (runId) {
-    const history = JSON.parse(historyToJSON(await workflow.getHandle(workflowId, runId).fetchHistory())) as {
-      events: JsonEvent[];
-    };
-    const started = history.events[0]?.workflowExecutionStartedEventAttributes as
-      { continuedExecutionRunId?: string } | undefined;
-    const continuedFromRunId = started?.continuedExecutionRunId || undefined;
-    chain.unshift({
-      runId,
-      ...(continuedFromRunId ? { continuedFromRunId } : {}),
-      eventCount: history.events.length,
-      history,
-    });
-    runId = continuedFromRunId;
-  }
-  return chain;
-}
+export { readHistoryChain };
 
 /** The executions a file holds: a history export, or one Temporal JSON history. Throws naming what is wrong. */
 export function executionsOf(document: unknown, file: string): { workflowId: string; executions: ExportedExecution[] } {
