@@ -532,8 +532,7 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
     defineRoute({
       method: 'post',
       path: '/api/threads/:resourceId/:threadId/fork',
-      summary:
-        'Start a new thread from this one as it stood before a step; it re-runs that step (optionally with another agent).',
+      summary: 'Fork: a new thread from this one as it stood before a step, re-running that step.',
       description:
         'Body `{ atStep, to: { resourceId, threadId }, agentId? }`. The caller must be allowed both threads. The fork ' +
         'keeps the conversation, the run that was about to take the step, lanes and inbox; it drops queued runs, ' +
