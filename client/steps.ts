@@ -3,7 +3,7 @@
  * is one step, numbered across runs and continue-as-new as the thread numbers them (`stepKey`), with its outcome.
  */
 import type { StepListing, StepStatus } from '../protocol/time-travel';
-import { jsonPayloadValue, type ChainExecution, type HistoryEventJson } from './history-chain';
+import { jsonPayloadValue, type ChainExecution } from './history-chain';
 
 const STEP_ACTIVITY = 'runStep';
 
@@ -13,6 +13,13 @@ const outcomes: Record<string, { attributes: string; status: StepStatus }> = {
   EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: { attributes: 'activityTaskTimedOutEventAttributes', status: 'failed' },
   EVENT_TYPE_ACTIVITY_TASK_CANCELED: { attributes: 'activityTaskCanceledEventAttributes', status: 'cancelled' },
 };
+
+/** The events that close an execution (an update's `…_UPDATE_COMPLETED` does not). */
+const CLOSE_EVENTS = new Set(
+  ['COMPLETED', 'FAILED', 'TIMED_OUT', 'CANCELED', 'TERMINATED', 'CONTINUED_AS_NEW'].map(
+    (end) => `EVENT_TYPE_WORKFLOW_EXECUTION_${end}`,
+  ),
+);
 
 /** What a step's activity input says about it (the fields every version of the input has carried). */
 interface StepInputFields {
@@ -39,7 +46,7 @@ export function listSteps(chain: readonly ChainExecution[]): StepListing[] {
       const scheduled = (event[kind.attributes] as { scheduledEventId?: string } | undefined)?.scheduledEventId;
       if (scheduled !== undefined) outcome.set(scheduled, kind.status);
     }
-    const closed = events.some((e) => e.eventType.startsWith('EVENT_TYPE_WORKFLOW_EXECUTION_') && isClose(e));
+    const closed = events.some((e) => CLOSE_EVENTS.has(e.eventType));
     for (const event of events) {
       if (event.eventType !== 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED') continue;
       const attributes = event.activityTaskScheduledEventAttributes as
@@ -74,8 +81,4 @@ function startingStepSeq(first: ChainExecution | undefined): number {
   const args = jsonPayloadValue(started?.input?.payloads?.[0]) as { snapshot?: { stepSeq?: unknown } } | undefined;
   const seq = args?.snapshot?.stepSeq;
   return typeof seq === 'number' ? seq : 0;
-}
-
-function isClose(event: HistoryEventJson): boolean {
-  return /_(COMPLETED|FAILED|TIMED_OUT|CANCELED|TERMINATED|CONTINUED_AS_NEW)$/.test(event.eventType);
 }

@@ -87,6 +87,8 @@ describe('listSteps', () => {
       s4,
       outcome('TIMED_OUT', s4),
       s5,
+      // An update completing does not close the execution: the step in flight is still running.
+      event('WORKFLOW_EXECUTION_UPDATE_COMPLETED'),
     ]);
     const steps = listSteps([first, second]);
     expect(steps.map((s) => [s.step, s.runId, s.stepNumber, s.agentId, s.status, s.execution])).toEqual([

@@ -159,6 +159,21 @@ describe('steps and inspect', () => {
     expect(second.tools.lookup.inputSchema).toMatchObject({ properties: { city: { type: 'string' } } });
   });
 
+  it('inspects the step in flight: running, and incomplete (its processor signals come with its result)', async () => {
+    const t = h.thread();
+    const sent = h.model.requests.length;
+    h.model.enqueue({ text: 'Thinking', hang: true });
+    await h.client.agent('helper').sendMessage('Take your time.', t);
+    const [inFlight] = (await h.model.waitForRequests(sent + 1, 30_000)).slice(sent);
+    expect((await h.client.listSteps(t))!.steps).toMatchObject([{ step: 1, status: 'running' }]);
+    const prompt = await h.client.inspectStep(t, 1);
+    expect(prompt).toMatchObject({ status: 'running', complete: false });
+    expect(prompt.notes.join(' ')).toContain('processors');
+    // This step's processor added nothing, so the body is the one the model is answering.
+    expect(prompt.request?.body).toBe(inFlight.rawBody);
+    await h.client.abortThread(t);
+  });
+
   it('refuses a step the thread does not have, and a thread that does not exist', async () => {
     await expect(h.client.inspectStep(source, 999)).rejects.toMatchObject({ name: 'NotFoundError' });
     await expect(h.client.inspectStep(source, 0)).rejects.toMatchObject({ name: 'ValidationError' });
