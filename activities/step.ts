@@ -22,6 +22,7 @@ import type { AgentDefinition, AgentRegistry, Processor } from '../agents/agent'
 import type { ModelResolver } from '../agents/models';
 import { isValidationError } from '../protocol/errors';
 import { metrics } from '../observability';
+import { modelCallTelemetry } from '../observability/tracing';
 import { boundedDownload } from './download';
 import { toModelMessages } from './prompt';
 import { OrderedPublisher } from './publisher';
@@ -143,6 +144,8 @@ async function step(
       abortSignal: cancelled,
       // File URLs the provider cannot take are fetched by this worker: within a size and time bound.
       experimental_download: boundedDownload(cancelled),
+      // With tracing on, the model call's spans join the step activity's; no message contents unless configured.
+      experimental_telemetry: modelCallTelemetry(agent.id),
     });
     const texts = new Map<string, { type: 'text' | 'reasoning'; text: string }>();
     for await (const part of result.fullStream) {

@@ -386,6 +386,27 @@ export const definitions = {
       "`npm start` has none: its gateway's `/health` and `/metrics` cover the whole process",
     readBy: WORKER_ONLY,
   }),
+  otlpEndpoint: optional({
+    env: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    group: 'Observability',
+    type: url(['http:', 'https:'], 'http://127.0.0.1:4318'),
+    defaultText: 'none: no tracing',
+    description:
+      'OpenTelemetry collector (OTLP over HTTP, protobuf) that traces are sent to, at `/v1/traces` under this URL. ' +
+      'The SDK reads the other standard variables itself (`OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, ' +
+      '`OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_TRACES_SAMPLER`, …)',
+    readBy: ALL,
+  }),
+  traceModelContents: withDefault<boolean>({
+    env: 'THREADLINE_TRACE_MODEL_CONTENTS',
+    group: 'Observability',
+    type: flag,
+    default: false,
+    description:
+      "record prompts and answers in the model call's spans (`ai.prompt…`, `ai.response…`); off, spans carry no " +
+      'message contents',
+    readBy: RUNS_AGENTS,
+  }),
 } satisfies Record<string, SettingDefinition<unknown, unknown>>;
 
 export type SettingName = keyof typeof definitions;

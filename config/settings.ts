@@ -11,6 +11,7 @@ import { definitionList, definitions, type Reader, type SettingDefinition, type 
 import { loadTemporalSettings, type Env, type TemporalSettings } from './temporal';
 import { parseApiKeys, type ApiKeys } from './api-keys';
 import type { LogLevel } from '../observability/logger';
+import type { TracingSettings } from '../observability/tracing';
 
 export { parseApiKeys, type ApiKeys } from './api-keys';
 export { temporalConnectionOptions, type Env, type TemporalSettings } from './temporal';
@@ -81,6 +82,7 @@ export interface Settings {
   temporal: TemporalSettings;
   devServer: DevServerSettings;
   observability: ObservabilitySettings;
+  tracing: TracingSettings;
 }
 
 export const defaultGatewaySettings: GatewaySettings = {
@@ -144,6 +146,7 @@ export function readSettings(env: Env, reader: Reader): Settings {
       dataDir: values.dataDir,
     },
     observability: { logLevel: values.logLevel, workerHttpPort: values.workerHttpPort },
+    tracing: { otlpEndpoint: values.otlpEndpoint, recordModelContents: values.traceModelContents },
   };
 }
 

@@ -19,6 +19,7 @@ import { SubscriberLimit, TokenBuckets } from './limits';
 import { API_PREFIX, registerRoute } from './route';
 import { gatewayRoutes } from './routes';
 import { observeRequests, REQUEST_ID_HEADER } from './observe';
+import { traceRequests } from './tracing';
 import { logger, type Logger } from '../observability';
 
 export interface GatewayOptions extends Partial<Omit<GatewaySettings, 'apiKeysSource'>> {
@@ -47,6 +48,7 @@ export function createGateway(options: GatewayOptions): Hono<GatewayEnv> {
     c.json({ error: { type: 'NotFoundError', message: `No route ${c.req.method} ${c.req.path}` } }, 404),
   );
 
+  app.use('*', traceRequests());
   app.use('*', observeRequests(log));
 
   if (corsOrigins.length > 0) {

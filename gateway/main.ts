@@ -7,6 +7,7 @@ import { connect } from '../client/connect';
 import { isEntryPoint, runEntry } from '../config/entry';
 import { readSettings, temporalAddress, temporalConnectionOptions, type Settings } from '../config/settings';
 import { configureLogging, logger } from '../observability';
+import { installTracing, temporalClientInterceptors } from '../observability/tracing';
 import { describeAccess } from './auth';
 import { serveGateway } from './serve';
 
@@ -15,6 +16,8 @@ export async function runGateway(settings: Settings): Promise<void> {
   const { server: listen, gateway: access, temporal } = settings;
   configureLogging({ level: settings.observability.logLevel });
   const log = logger('gateway');
+  // Before the Temporal client: it carries each request's span into the workflow only when tracing is on.
+  const tracing = installTracing({ serviceName: 'threadline-gateway', ...settings.tracing });
   const address = temporalAddress(settings);
   if (!settings.redisUrl) {
     log.warn('REDIS_URL is not set: this gateway only sees events of workers in its own process.');
@@ -22,7 +25,7 @@ export async function runGateway(settings: Settings): Promise<void> {
   const connection = await Connection.connect(temporalConnectionOptions(temporal, address));
   const client = await connect({
     redisUrl: settings.redisUrl,
-    client: new Client({ connection, namespace: temporal.namespace }),
+    client: new Client({ connection, namespace: temporal.namespace, interceptors: temporalClientInterceptors() }),
     taskQueue: temporal.taskQueue,
     limits: { maxInputBytes: listen.maxInputBytes },
   });
@@ -41,6 +44,7 @@ export async function runGateway(settings: Settings): Promise<void> {
     await server.close();
     await client.close();
     await connection.close();
+    await tracing?.shutdown();
     process.exit(0);
   };
   process.once('SIGINT', stop);

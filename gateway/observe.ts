@@ -59,7 +59,7 @@ export function observeRequests(log: Logger): MiddlewareHandler<GatewayEnv> {
 }
 
 /** The route template that answered (a registered route, not middleware), or `(unmatched)`. */
-function routeTemplate(c: Context): string {
+export function routeTemplate(c: Context): string {
   const routes = matchedRoutes(c);
   for (let i = routes.length - 1; i >= 0; i--) {
     if (routes[i].method !== 'ALL') return routes[i].path;

@@ -12,12 +12,13 @@
  * const tracing = installTracing({ serviceName: 'threadline-worker', ...settings.tracing });
  * process.once('beforeExit', () => void tracing?.shutdown());
  */
-import { trace } from '@opentelemetry/api';
+import { context, propagation, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { Resource, detectResourcesSync, envDetectorSync } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace-node';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
 import type { ClientInterceptors } from '@temporalio/client';
+import { logger } from './logger';
 
 /** The settings (config/settings.ts reads them: OTEL_EXPORTER_OTLP_ENDPOINT, THREADLINE_TRACE_MODEL_CONTENTS). */
 export interface TracingSettings {
@@ -57,6 +58,8 @@ export function installTracing(options: TracingOptions): Tracing | null {
   const spanProcessor = new BatchSpanProcessor(exporter);
   const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });
   provider.register();
+  const serviceName = provider.resource.attributes['service.name'];
+  logger('tracing').info({ otlpEndpoint: options.otlpEndpoint, serviceName }, 'exporting traces');
   installed = {
     spanProcessor,
     resource: provider.resource as Resource,
@@ -64,6 +67,8 @@ export function installTracing(options: TracingOptions): Tracing | null {
     async shutdown() {
       await provider.shutdown();
       trace.disable();
+      propagation.disable();
+      context.disable();
       installed = null;
     },
   };

@@ -2,6 +2,12 @@
  * The worker side of Threadline: host agents, run thread workflows and their activities.
  */
 import { createRequire } from 'node:module';
+import {
+  OpenTelemetryActivityInboundInterceptor,
+  OpenTelemetryActivityOutboundInterceptor,
+  makeWorkflowExporter,
+} from '@temporalio/interceptors-opentelemetry/lib/worker';
+import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions';
 import { NativeConnection, Worker, type InjectedSinks, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { StepCancelNotices } from '../activities/cancel-notices';
@@ -13,6 +19,7 @@ import { summarizeAgents } from '../agents/summary';
 import type { AgentSummary } from '../protocol/api';
 import { DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, DEFAULT_TEMPORAL_ADDRESS } from '../config/settings';
 import { logger } from '../observability';
+import { currentTracing, type Tracing } from '../observability/tracing';
 import { checkSearchAttributes } from './search-attributes';
 import { inspectionActivities } from './inspect';
 
@@ -20,6 +27,12 @@ const require = createRequire(import.meta.url);
 
 /** The workflow code, resolved for the worker's bundler. */
 export const workflowsPath = require.resolve('../workflows/index.ts');
+
+/**
+ * The workflow interceptor modules a tracing worker bundles (`bundleWorkflowCode({ workflowInterceptorModules })` for
+ * a prebuilt bundle): the workflow's spans, continued by Temporal's OpenTelemetry client and activity interceptors.
+ */
+export const tracingWorkflowModules = [require.resolve('../workflows/tracing.ts')];
 
 export interface CreateWorkerOptions {
   agents: AgentDefinition[];
@@ -36,7 +49,10 @@ export interface CreateWorkerOptions {
   taskQueue?: string;
   /** Default: no model settings, so agents without a model of their own use the offline demo model. */
   models?: ModelSettings;
-  /** A prebuilt bundle (`bundleWorkflowCode`), to skip bundling at start-up (tests, fast restarts). */
+  /**
+   * A prebuilt bundle (`bundleWorkflowCode`), to skip bundling at start-up (tests, fast restarts). A tracing worker's
+   * bundle needs `workflowInterceptorModules: tracingWorkflowModules` for its workflow spans.
+   */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** How long shutdown waits for in-flight activities before handing them back (default 10 s). */
   shutdownGraceTimeMs?: number;
@@ -69,6 +85,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Thread
     throw err;
   }
   const cancelNotices = new StepCancelNotices(options.bus);
+  const tracing = currentTracing();
   const worker = await Worker.create({
     connection,
     namespace,
@@ -90,8 +107,9 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Thread
     // A step's heartbeats are otherwise throttled to 80% of its heartbeat timeout (8 s): an interrupt or abort whose
     // cancel notice is lost (stepSinks below) would reach the provider request that late. One a second bounds it.
     maxHeartbeatThrottleInterval: '1 second',
+    ...(tracing && { interceptors: tracingInterceptors }),
     ...options.worker,
-    sinks: { ...options.worker?.sinks, ...stepSinks(options.bus) },
+    sinks: { ...options.worker?.sinks, ...stepSinks(options.bus), ...tracingSinks(tracing) },
   }).catch(async (err: unknown) => {
     await cancelNotices.close();
     throw err;
@@ -133,6 +151,24 @@ function stepSinks(bus: EventBus): InjectedSinks<ThreadlineSinks> {
       },
     },
   };
+}
+
+/**
+ * With tracing on (observability/tracing.ts): a span per activity under the span that scheduled it, and the workflow's
+ * spans from the sandbox, which hands them out through a sink to be exported with the process's.
+ */
+const tracingInterceptors: WorkerOptions['interceptors'] = {
+  workflowModules: tracingWorkflowModules,
+  activity: [
+    (ctx) => ({
+      inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
+      outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+    }),
+  ],
+};
+
+function tracingSinks(tracing: Tracing | null): InjectedSinks<OpenTelemetrySinks> | undefined {
+  return tracing ? { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) } : undefined;
 }
 
 /**

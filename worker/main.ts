@@ -11,6 +11,7 @@ import { createBus } from '../bus';
 import { isEntryPoint, runEntry } from '../config/entry';
 import { readSettings, temporalAddress, temporalConnectionOptions, type Settings } from '../config/settings';
 import { configureLogging, logger } from '../observability';
+import { installTracing } from '../observability/tracing';
 import { serveWorkerHttp } from './http';
 import { createWorker } from './index';
 import { installTemporalRuntime } from './telemetry';
@@ -20,6 +21,8 @@ export async function runWorker(settings: Settings): Promise<void> {
   const { logLevel, workerHttpPort } = settings.observability;
   configureLogging({ level: logLevel });
   const log = logger('worker');
+  // Before the worker: it adds the tracing interceptors only when tracing is on.
+  const tracing = installTracing({ serviceName: 'threadline-worker', ...settings.tracing });
   // Before any connection: the Runtime is built with the first one.
   await installTemporalRuntime({ logLevel });
   const address = temporalAddress(settings);
@@ -44,6 +47,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   await http?.close();
   await bus.close();
   await connection.close();
+  await tracing?.shutdown();
 }
 
 if (isEntryPoint(import.meta.url)) await runEntry(() => runWorker(readSettings(process.env, 'worker')));

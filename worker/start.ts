@@ -20,6 +20,7 @@ import { readSettings, temporalConnectionOptions, type Settings } from '../confi
 import { describeAccess } from '../gateway/auth';
 import { serveGateway } from '../gateway/serve';
 import { configureLogging, logger } from '../observability';
+import { installTracing, temporalClientInterceptors } from '../observability/tracing';
 import { startDevServer, type DevServer } from './dev-server';
 import { createWorker } from './index';
 import { installTemporalRuntime } from './telemetry';
@@ -34,6 +35,8 @@ export async function startStack(settings: Settings, env: NodeJS.ProcessEnv): Pr
   const modelName = defaultModelName(models);
   configureLogging({ level: settings.observability.logLevel });
   const log = logger('start');
+  // Before the worker and the Temporal client: they add their tracing interceptors only when tracing is on.
+  const tracing = installTracing({ serviceName: 'threadline', ...settings.tracing });
   // Before any connection: the Runtime is built with the first one.
   await installTemporalRuntime({ logLevel: settings.observability.logLevel });
 
@@ -70,7 +73,7 @@ export async function startStack(settings: Settings, env: NodeJS.ProcessEnv): Pr
   const connection = await Connection.connect(temporalConnectionOptions(temporal, address));
   const client = await connect({
     bus,
-    client: new Client({ connection, namespace: temporal.namespace }),
+    client: new Client({ connection, namespace: temporal.namespace, interceptors: temporalClientInterceptors() }),
     taskQueue: temporal.taskQueue,
     limits: { maxInputBytes: listen.maxInputBytes },
   });
@@ -124,6 +127,7 @@ export async function startStack(settings: Settings, env: NodeJS.ProcessEnv): Pr
     await connection.close();
     await nativeConnection.close();
     await devServer?.stop();
+    await tracing?.shutdown();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
