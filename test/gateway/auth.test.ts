@@ -146,6 +146,12 @@ const threadRequests: Record<string, (t: ThreadTarget) => { path: string; body?:
   'GET /api/threads/{resourceId}/{threadId}/events': (t) => ({ path: `${threadPath(t)}/events` }),
   'GET /api/threads/{resourceId}/{threadId}': (t) => ({ path: threadPath(t) }),
   'GET /api/threads/{resourceId}/{threadId}/messages': (t) => ({ path: `${threadPath(t)}/messages` }),
+  'GET /api/threads/{resourceId}/{threadId}/steps': (t) => ({ path: `${threadPath(t)}/steps` }),
+  'GET /api/threads/{resourceId}/{threadId}/steps/{step}/prompt': (t) => ({ path: `${threadPath(t)}/steps/1/prompt` }),
+  'POST /api/threads/{resourceId}/{threadId}/fork': (t) => ({
+    path: `${threadPath(t)}/fork`,
+    body: { atStep: 1, to: { resourceId: t.resourceId, threadId: `${t.threadId}-fork` } },
+  }),
 };
 
 /** The `METHOD /path` of every operation the gateway documents with a 403: the routes that name a thread. */
