@@ -25,6 +25,8 @@ export interface ScriptedReply {
   firstChunkDelayMs?: number;
   /** After the chunks, never finish the reply (until the client disconnects or the server closes). */
   hang?: boolean;
+  /** After the first chunk, send nothing more until this settles (or the client disconnects). */
+  holdAfterFirstChunk?: Promise<unknown>;
   /** Reply with this HTTP error (OpenAI error body) instead. */
   error?: { status: number; message: string };
   /** Reported usage. Default: a rough estimate (prompt characters / 4, one completion token per chunk). */
@@ -235,6 +237,7 @@ async function streamReply(
   for (const [i, delta] of deltas.entries()) {
     await pause((i === 0 ? (reply.firstChunkDelayMs ?? 0) : 0) + (reply.chunkDelayMs ?? 0), signal);
     chunk([{ index: 0, delta, finish_reason: null }]);
+    if (i === 0 && reply.holdAfterFirstChunk) await Promise.race([reply.holdAfterFirstChunk, hang(signal)]);
   }
   if (deltas.length === 0) await pause(reply.firstChunkDelayMs ?? 0, signal);
   if (reply.hang) return hang(signal);
