@@ -21,6 +21,8 @@ const layers = {
   config: ['protocol', 'workflows', 'observability'],
   client: ['protocol', 'workflows', 'activities', 'agents', 'bus', 'config'],
   'http-client': ['protocol'],
+  // The web console runs in the browser: it talks to the gateway through the fetch-only SDK, like any web app.
+  console: ['protocol', 'http-client'],
   gateway: ['protocol', 'client', 'config', 'observability'],
   worker: [
     'protocol',
@@ -47,6 +49,8 @@ const never = {
   'workflows→worker': 'deterministic code never depends on its host',
   'http-client→client': 'the browser SDK carries no Temporal client',
   'http-client→workflows': 'the browser SDK carries no workflow code',
+  'console→client': 'the console is a browser app: it talks to the gateway over HTTP',
+  'console→gateway': 'the console is a browser app: it talks to the gateway over HTTP',
   'gateway→agents': 'the gateway lists agents, it does not load them',
   'gateway→activities': 'the gateway never runs a step',
 };
@@ -104,14 +108,16 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.tsx'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     plugins: { 'import-x': importX },
     settings: {
       // Without a resolver that knows `.ts`, import-x resolves no project import and the rules below check nothing.
-      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js', '.mjs', '.cjs', '.json', '.node'] })],
+      'import-x/resolver-next': [
+        createNodeResolver({ extensions: ['.ts', '.tsx', '.js', '.mjs', '.cjs', '.json', '.node'] }),
+      ],
       // …and without `.ts` here it parses no project module, so no-cycle sees no dependency.
-      'import-x/extensions': ['.ts', '.js', '.mjs', '.cjs'],
+      'import-x/extensions': ['.ts', '.tsx', '.js', '.mjs', '.cjs'],
       'import-x/external-module-folders': ['node_modules'],
     },
     rules: {
@@ -130,6 +136,10 @@ export default tseslint.config(
   {
     files: ['http-client/**/*.ts'],
     rules: { 'no-restricted-imports': withoutNode('http-client/ is the fetch-only SDK for browsers') },
+  },
+  {
+    files: ['console/**/*.ts', 'console/**/*.tsx'],
+    rules: { 'no-restricted-imports': withoutNode('console/ is bundled for the browser (gateway/console.ts)') },
   },
   {
     // The workflow sandbox is deterministic: no Node built-ins, no wall clock, no randomness.

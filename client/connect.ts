@@ -17,6 +17,7 @@ import type { ArchivePage, EventBus } from '../bus/types';
 import { ConflictError, NotFoundError, ThreadlineError, ValidationError } from '../protocol/errors';
 import { messageInput, notificationBatch, signalInput, stateInput, type IngressLimits } from './inputs';
 import type { AgentSummary, SendTarget } from '../protocol/api';
+import type { ThreadListPage } from '../protocol/thread-list';
 import {
   cancelQueuedRequestSchema,
   defaultLimits,
@@ -38,6 +39,7 @@ import {
 } from '../protocol/schemas';
 import { DEFAULT_TASK_QUEUE, temporalConnectionFromEnv, temporalConnectionOptions } from '../config/settings';
 import { subscribe, type ThreadSubscription } from './subscription';
+import { listThreads, type ThreadListFilters, type ThreadListOptions } from './thread-list';
 import { forkThread, inspectThreadStep, listThreadSteps } from './time-travel';
 import type { ForkRequest, StepList, StepPrompt } from '../protocol/time-travel';
 import { AgentProfiles } from './agent-profiles';
@@ -382,6 +384,11 @@ export class ThreadlineClient {
   /** A new thread from `source` as it stood before step `request.atStep`, re-running that step; answers its view. */
   forkThread(source: ThreadTarget, request: ForkRequest): Promise<ThreadView> {
     return forkThread(this.temporal, source, request);
+  }
+
+  /** One page of threads from Temporal visibility, filtered by their search attributes (`./thread-list`). */
+  listThreads(filters: ThreadListFilters = {}, options: ThreadListOptions = {}): Promise<ThreadListPage> {
+    return listThreads(this.temporal, filters, options);
   }
 
   /** The agents workers announced on the bus (what `GET /api/agents` lists). */

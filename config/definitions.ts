@@ -191,6 +191,14 @@ export const definitions = {
     description: 'comma-separated origins browsers may call from (`https://app.example.com`), or `*`',
     readBy: SERVES_HTTP,
   }),
+  temporalUiUrl: optional({
+    env: 'THREADLINE_TEMPORAL_UI_URL',
+    group: 'Gateway',
+    type: url(['http:', 'https:'], 'https://temporal-ui.example.com'),
+    defaultText: "`http://127.0.0.1:8233` (`npm start`: its dev server's)",
+    description: "Temporal Web UI the console links each thread's workflow to",
+    readBy: SERVES_HTTP,
+  }),
 
   redisUrl: optional({
     env: 'REDIS_URL',

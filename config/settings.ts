@@ -53,6 +53,8 @@ export interface GatewaySettings {
   subscriberStallMs: number;
   /** Origins a browser may call from (`*` = any). Empty: no CORS headers at all. */
   corsOrigins: string[];
+  /** The Temporal Web UI the console links to; undefined: the dev server's default (`npm start`: the one it started). */
+  temporalUiUrl?: string;
 }
 
 /** How the process reports on itself: log level, and the worker's HTTP listener for `/health` and `/metrics`. */
@@ -225,6 +227,7 @@ function gatewayFrom(values: SettingValues, problems: string[]): GatewaySettings
     maxSubscriberBufferBytes: values.maxSubscriberBufferBytes,
     subscriberStallMs: values.subscriberStallMs,
     corsOrigins: values.corsOrigins,
+    ...(values.temporalUiUrl ? { temporalUiUrl: values.temporalUiUrl } : {}),
   };
 }
 

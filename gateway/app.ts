@@ -4,7 +4,8 @@
  * Every request passes, in order: CORS (preflights answered here, without a key), caller identification on `/api/*`
  * (401), the caller's rate limit (429), the body size limit (413), then its route from `./routes`, which validates
  * the input (400) and authorizes the thread it names (403) before the handler runs (`./route`). Around all of it,
- * `./observe` gives the request its id and writes its log line and metrics.
+ * `./observe` gives the request its id and writes its log line and metrics. `/` and `/console` serve the web console
+ * (`./console`), which needs no key itself and calls `/api` with the user's.
  */
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -19,6 +20,7 @@ import { SubscriberLimit, TokenBuckets } from './limits';
 import { API_PREFIX, registerRoute } from './route';
 import { gatewayRoutes } from './routes';
 import { observeRequests, REQUEST_ID_HEADER } from './observe';
+import { DEFAULT_TEMPORAL_UI_URL, mountConsole } from './console';
 import { traceRequests } from './tracing';
 import { logger, type Logger } from '../observability';
 
@@ -96,6 +98,11 @@ export function createGateway(options: GatewayOptions): Hono<GatewayEnv> {
     subscribers: new SubscriberLimit(options.maxSubscribersPerThread ?? defaultGatewaySettings.maxSubscribersPerThread),
   });
   for (const route of routes) registerRoute(app, route, agents);
+  mountConsole(app, () => ({
+    authRequired: !keys.open,
+    temporalUiUrl: options.temporalUiUrl ?? DEFAULT_TEMPORAL_UI_URL,
+    namespace: client.temporal.options.namespace,
+  }));
   return app;
 }
 

@@ -20,7 +20,7 @@ import type { Context } from 'hono';
 import { z } from 'zod';
 import { publicSummary, type AgentDirectory } from './agents';
 import type { SendResult, ThreadlineClient } from '../client/connect';
-import { NotFoundError, ValidationError } from '../protocol/errors';
+import { ForbiddenError, NotFoundError, ValidationError } from '../protocol/errors';
 import {
   abortRequestSchema,
   cancelQueuedRequestSchema,
@@ -117,6 +117,15 @@ const notificationsQuerySchema = z.object({
 });
 
 const archiveQuerySchema = notificationsQuerySchema.pick({ limit: true, cursor: true });
+
+const threadsQuerySchema = z.object({
+  status: commaList(['idle', 'running', 'awaiting-approval']).optional(),
+  agent: z.string().min(1).max(1_000).optional(),
+  resource: z.string().min(1).max(1_000).optional(),
+  query: z.string().max(2_000).optional(),
+  pageSize: notificationsQuerySchema.shape.limit,
+  pageToken: z.string().max(4_096).optional(),
+});
 
 const subscribeBodySchema = threadTargetSchema.extend({
   lastEventId: z.string().optional(),
@@ -238,6 +247,40 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
       thread: 'none',
       handle: async ({ c }) =>
         c.json(Object.fromEntries((await deps.agents.list()).map((a) => [a.id, publicSummary(a)]))),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/api/threads',
+      summary: "Threads, from Temporal visibility over the threads' search attributes: `{ threads, nextPageToken }`.",
+      description:
+        'Each thread: `{ resourceId, threadId, workflowId, status, agent, pendingApprovals, openNotifications, ' +
+        'lastInputAt, startedAt, executionStatus }`. Filters: `status` (idle, running, awaiting-approval; ' +
+        'comma-separated), `agent`, `resource`, `query` (a raw visibility query, ANDed); paging: `pageSize` (1–200, ' +
+        'default 50), `pageToken` (the previous nextPageToken). A key bound to resources lists only their threads ' +
+        '(403 for a `resource` filter outside them). Visibility is eventually consistent: a new thread shows within ' +
+        'about a second.',
+      thread: 'none',
+      query: threadsQuerySchema,
+      statuses: [403],
+      handle: async ({ c, query }) => {
+        // A listing names no one thread: the caller's binding is the filter, added server-side (client/thread-list.ts).
+        const { resources } = c.get('caller');
+        if (resources !== '*' && query.resource !== undefined && !resources.has(query.resource)) {
+          throw new ForbiddenError(
+            `This API key may not act on resourceId "${query.resource}". Use a key bound to it in THREADLINE_API_KEYS.`,
+          );
+        }
+        if (resources !== '*' && resources.size === 0) return c.json({ threads: [], nextPageToken: null });
+        const filters = {
+          status: query.status,
+          agent: query.agent,
+          resource: query.resource,
+          query: query.query,
+          resources: resources === '*' ? undefined : [...resources],
+        };
+        return c.json(await client.listThreads(filters, { pageSize: query.pageSize, pageToken: query.pageToken }));
+      },
     }),
 
     ...(['send-message', 'queue-message'] as const).map((route) =>

@@ -84,6 +84,7 @@ export async function startStack(settings: Settings, env: NodeJS.ProcessEnv): Pr
     hostname: listen.host,
     keepAliveMs: listen.keepAliveMs,
     ...access,
+    temporalUiUrl: access.temporalUiUrl ?? devServer?.uiUrl,
   });
 
   if (modelName === 'demo') {
@@ -114,6 +115,7 @@ export async function startStack(settings: Settings, env: NodeJS.ProcessEnv): Pr
     },
     'try it',
   );
+  log.info({ console: `${gateway.url}/console` }, `Console: open ${gateway.url}/console in a browser`);
 
   let stopping = false;
   const stop = async (signal: string) => {

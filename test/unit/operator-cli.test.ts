@@ -13,7 +13,7 @@ import {
   type JsonEvent,
 } from '../../worker/commands/divergence';
 import { formatThreadName, parseThreadName, threadArgument } from '../../worker/commands/thread-name';
-import { literal, threadListQuery } from '../../worker/commands/visibility';
+import { literal, threadListQuery } from '../../client/thread-list';
 
 describe('thread names', () => {
   it('reads RESOURCE/THREAD, percent-decoding each part, and prints what it reads', () => {

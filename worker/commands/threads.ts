@@ -12,7 +12,7 @@ import { EXIT, type Command, type CommandContext, type CommandGroup } from './co
 import { contentsText, json, limitOption, messageLine, oneLine, table, time } from './format';
 import { commandSettings, found, withSession } from './session';
 import { formatThreadName, noMore, threadArgument, threadOptionHelp, threadOptions } from './thread-name';
-import { filterAttributes, threadListQuery } from './visibility';
+import { filterAttributes, threadListQuery } from '../../client/thread-list';
 
 const jsonOption = { json: { type: 'boolean' } } as const;
 
