@@ -67,6 +67,7 @@ beforeAll(async () => {
   bundles.current = inject('workflowBundlePath');
   bundles.gated = await writeUpgradeBundle('gated', join(dir, 'gated.js'));
   bundles.ungated = await writeUpgradeBundle('ungated', join(dir, 'ungated.js'));
+  bundles['switched-off'] = await writeUpgradeBundle('switched-off', join(dir, 'switched-off.js'));
 });
 afterAll(async () => {
   await h?.close();
@@ -358,7 +359,7 @@ describe.each(drills)('the upgrade drill, the old worker stopped by $signal', ({
         const digestHistory = await historyOf(digest.t);
         expect(workerOfTaskAfter(digestHistory, digestTimers[0])).toBe(`${upgraded.pid}@`);
 
-        // After the deploy: a restart of the new code replays them; a rollback to the old code would not.
+        // After the deploy: a restart of the new code and a switch-off replay them; a rollback to the old code would not.
         if (replayChecks) await rollbackCheck(threads);
         phase('histories checked');
         console.log(`[upgrade-drill ${signal}] ms since the first thread: ${phases.join(', ')}`);
@@ -406,13 +407,17 @@ async function deployCheck(threads: DrillThreads): Promise<void> {
 }
 
 /**
- * After the deploy: the threads' histories replay on the gated change (a restarted upgraded worker takes them), and
- * not on the old code, which meets a patch marker it never asked for (a rollback would leave every upgraded thread
- * stuck).
+ * After the deploy: the threads' histories replay on the gated change (a restarted upgraded worker takes them) and
+ * on a later release that turns the change off behind a second gate (the runbook's roll forward), and not on the old
+ * code, which meets a patch marker it never asked for (a rollback would leave every upgraded thread stuck).
  */
 async function rollbackCheck(threads: DrillThreads): Promise<void> {
   for (const [name, file] of await exportAll(threads, 'after')) {
     expect(await replayExport(file, 'gated'), `${name} after, on the gated change`).toMatchObject({
+      code: 0,
+      ok: true,
+    });
+    expect(await replayExport(file, 'switched-off'), `${name} after, switched off`).toMatchObject({
       code: 0,
       ok: true,
     });

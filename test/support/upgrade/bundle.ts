@@ -1,7 +1,8 @@
 /**
  * Workflow bundles for the upgrade drill: the thread workflow as it is (`current`), with the drill's change behind
- * `patched()` (`gated`) and without a gate (`ungated`). A worker process runs one with THREADLINE_WORKFLOW_BUNDLE;
- * `threadline history replay --bundle` replays a history against one.
+ * `patched()` (`gated`), without a gate (`ungated`), and turned off again behind a second gate (`switched-off`). A
+ * worker process runs one with THREADLINE_WORKFLOW_BUNDLE; `threadline history replay --bundle` replays a history
+ * against one.
  *
  * By hand (docs/operations.md, "Upgrade drill"):
  *
@@ -15,14 +16,15 @@ import { pathToFileURL } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { workflowsPath } from '../../../worker/index';
 
-export type UpgradeVariant = 'current' | 'gated' | 'ungated';
-export const UPGRADE_VARIANTS: readonly UpgradeVariant[] = ['current', 'gated', 'ungated'];
+export type UpgradeVariant = 'current' | 'gated' | 'ungated' | 'switched-off';
+export const UPGRADE_VARIANTS: readonly UpgradeVariant[] = ['current', 'gated', 'ungated', 'switched-off'];
 
 const require = createRequire(import.meta.url);
 const interceptorModules: Record<UpgradeVariant, string[]> = {
   current: [],
   gated: [require.resolve('./gated.ts')],
   ungated: [require.resolve('./ungated.ts')],
+  'switched-off': [require.resolve('./switched-off.ts')],
 };
 
 /** Bundles `variant` and writes it to `out`; resolves with `out`. */

@@ -2,4 +2,4 @@
 import type { WorkflowInterceptorsFactory } from '@temporalio/workflow';
 import { SettleBeforeStep } from './settle-before-step';
 
-export const interceptors: WorkflowInterceptorsFactory = () => ({ outbound: [new SettleBeforeStep(true)] });
+export const interceptors: WorkflowInterceptorsFactory = () => ({ outbound: [new SettleBeforeStep('patched')] });
