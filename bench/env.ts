@@ -6,8 +6,15 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
-import { bundleWorkflowCode, DefaultLogger, Runtime, type BundleOptions, type LogEntry } from '@temporalio/worker';
-import { defineAgent } from '../agents/agent';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  Runtime,
+  type BundleOptions,
+  type LogEntry,
+  type WorkerOptions,
+} from '@temporalio/worker';
+import { pino } from 'pino';
 import { MemoryBus } from '../bus/memory';
 import type { ThreadEvent } from '../protocol/events';
 import { connect, type AgentClient, type ThreadlineClient } from '../client/connect';
@@ -20,12 +27,11 @@ import {
 import { defaultDynamicConfig, startDevServer, type DevServerOptions } from '../worker/dev-server';
 import { createWorker, workflowsPath, type CreateWorkerOptions } from '../worker/index';
 import { locateTemporalCli } from '../worker/temporal-cli';
+import { createLogger } from '../observability';
+import { benchAgent } from './agent';
+import { captureWorkerOptions, startFloor, type FloorWorld } from './floor/world';
 
-export const benchAgent = defineAgent({
-  id: 'bench',
-  instructions: 'You are a benchmark agent.',
-  model: 'openai/bench',
-});
+export { benchAgent };
 
 /** A short reply in five word-sized chunks, sent at once. */
 export const quickReply: ScriptedReply = { text: 'Hello from the bench model.' };
@@ -85,6 +91,13 @@ export interface BenchEnv {
   cliVersion: string;
   /** The dev server's dynamic config: Threadline's defaults plus the experiment's. */
   serverConfig: Record<string, string | number | boolean>;
+  /** The dev server's address (loopback). */
+  address: string;
+  /** The bare-Temporal floor's worker and client, on the same server with Threadline's worker options. */
+  floor: FloorWorld;
+  /** The options Threadline's `createWorker` passed to `Worker.create`, and the cache size they came to. */
+  workerOptions: WorkerOptions;
+  maxCachedWorkflows: number;
   close(): Promise<void>;
 }
 
@@ -117,6 +130,7 @@ export async function startBenchEnv(options: BenchEnvOptions = {}): Promise<Benc
   ]);
   const bus = new MemoryBus();
   const taskQueue = `bench-${randomUUID()}`;
+  const capture = captureWorkerOptions();
   const worker = await createWorker({
     agents: [benchAgent],
     bus,
@@ -126,9 +140,15 @@ export async function startBenchEnv(options: BenchEnvOptions = {}): Promise<Benc
     workflowBundle: { code },
     shutdownGraceTimeMs: 1_000,
     worker: options.worker,
-  });
+  }).finally(capture.restore);
   const running = worker.run();
   const client = await connect({ bus, address: server.address, taskQueue });
+  const workerOptions = capture.options();
+  const floor = await startFloor({
+    address: server.address,
+    client: client.temporal,
+    threadlineOptions: workerOptions,
+  });
   return {
     client,
     agent: client.agent(benchAgent.id),
@@ -136,7 +156,12 @@ export async function startBenchEnv(options: BenchEnvOptions = {}): Promise<Benc
     modelUrl: model.url,
     cliVersion: stdout.trim(),
     serverConfig,
+    address: server.address,
+    floor,
+    workerOptions,
+    maxCachedWorkflows: worker.worker.options.maxCachedWorkflows,
     async close() {
+      await floor.close();
       await client.close().catch(() => undefined);
       await worker.shutdown().catch(() => undefined);
       await running.catch(() => undefined);
@@ -191,6 +216,17 @@ export async function withTimeout<T>(promise: Promise<T>, what: string, ms = 30_
 
 /** A `performance.now()` reading on the wall clock (epoch ms), to compare with history event times. */
 export const wallClock = (t: number): number => performance.timeOrigin + t;
+
+/**
+ * For gateways served in the bench process: request lines are written as `npm start` writes them (pino, synchronous),
+ * but to /dev/null instead of stdout, where the bench's JSON goes.
+ */
+export const gatewayLogger = createLogger({
+  level: 'info',
+  destination: pino.destination({ dest: '/dev/null', sync: true }),
+}).child({
+  component: 'gateway',
+});
 
 const noop = () => undefined;
 const quietLogger = { log: noop, trace: noop, debug: noop, info: noop, warn: console.warn, error: console.error };

@@ -28,7 +28,7 @@ import type { ScriptedReply } from '../test/support/model-server';
 import { startRedis, type RedisServer } from '../test/support/redis';
 import { parseSse } from '../test/support/sse';
 import { createWorker, workflowsPath, type ThreadlineWorker } from '../worker/index';
-import { benchAgent, withTimeout, type BenchEnv } from './env';
+import { benchAgent, gatewayLogger, withTimeout, type BenchEnv } from './env';
 import { summarize, type Summary } from './stats';
 
 export interface GatewayBusSizes {
@@ -85,7 +85,7 @@ interface Pair {
 }
 
 /** An event and when it reached this process (`performance.now()`). */
-interface Stamped {
+export interface Stamped {
   at: number;
   event: ThreadEvent;
 }
@@ -142,8 +142,9 @@ async function startWorld(env: BenchEnv): Promise<World> {
   });
   const running = worker.run();
   const redisClient = await connect({ bus: gatewayBus, client: env.client.temporal, taskQueue });
-  const memoryGateway = await serveGateway({ client: env.client, agents: summarizeAgents([benchAgent]), port: 0 });
-  const redisGateway = await serveGateway({ client: redisClient, agents: summarizeAgents([benchAgent]), port: 0 });
+  const agents = summarizeAgents([benchAgent]);
+  const memoryGateway = await serveGateway({ client: env.client, agents, port: 0, logger: gatewayLogger });
+  const redisGateway = await serveGateway({ client: redisClient, agents, port: 0, logger: gatewayLogger });
   const info = new Redis(redis.url);
   const redisPid = Number(/process_id:(\d+)/.exec(await info.info('server'))?.[1]);
   info.disconnect();
@@ -365,15 +366,15 @@ async function untilFinish(events: AsyncIterator<ThreadEvent>): Promise<void> {
 
 // Helpers ---------------------------------------------------------------------------------------------------------
 
-function freshThread(kind: string): ThreadTarget {
+export function freshThread(kind: string): ThreadTarget {
   return { resourceId: 'bench', threadId: `${kind}-${randomUUID()}` };
 }
 
-function eventsUrl(gatewayUrl: string, target: ThreadTarget): string {
+export function eventsUrl(gatewayUrl: string, target: ThreadTarget): string {
   return `${gatewayUrl}/api/threads/${encodeURIComponent(target.resourceId)}/${encodeURIComponent(target.threadId)}/events`;
 }
 
-async function sendOverHttp(gatewayUrl: string, message: string, target: ThreadTarget): Promise<void> {
+export async function sendOverHttp(gatewayUrl: string, message: string, target: ThreadTarget): Promise<void> {
   const response = await fetch(`${gatewayUrl}/api/agents/${benchAgent.id}/send-message`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -387,7 +388,7 @@ async function sendOverHttp(gatewayUrl: string, message: string, target: ThreadT
  * Opens an SSE stream (resolving once the response headers arrived: the gateway has subscribed) and reads it,
  * stamping each event on arrival, until `until(event)` says so; then it drops the connection.
  */
-async function subscribeStamped(
+export async function subscribeStamped(
   url: string,
   { lastEventId, until }: { lastEventId?: string; until: (event: ThreadEvent) => boolean },
 ): Promise<{ received: Promise<Stamped[]>; close(): void }> {
@@ -417,7 +418,7 @@ async function subscribeStamped(
   return { received, close: () => abort.abort() };
 }
 
-function firstOf(events: Stamped[], type: ThreadEvent['type']): Stamped {
+export function firstOf(events: Stamped[], type: ThreadEvent['type']): Stamped {
   const found = events.find((e) => e.event.type === type);
   if (!found) throw new Error(`No ${type} among ${events.map((e) => e.event.type).join(', ')}.`);
   return found;

@@ -22,6 +22,8 @@ export interface HistoryEvent {
   activityType?: string;
   /** ActivityTaskStarted/Completed: the id of the ActivityTaskScheduled event. */
   scheduledId?: number;
+  /** ActivityTaskScheduled: bytes of the activity's input payloads. */
+  inputBytes?: number;
 }
 
 function toEvent(raw: RawEvent): HistoryEvent {
@@ -30,7 +32,11 @@ function toEvent(raw: RawEvent): HistoryEvent {
   const seconds = Number(raw.eventTime?.seconds ?? 0);
   const event: HistoryEvent = { id: Number(raw.eventId), type, at: seconds * 1000 + (raw.eventTime?.nanos ?? 0) / 1e6 };
   const activityType = raw.activityTaskScheduledEventAttributes?.activityType?.name;
-  if (activityType) event.activityType = activityType;
+  if (activityType) {
+    event.activityType = activityType;
+    const payloads = raw.activityTaskScheduledEventAttributes?.input?.payloads ?? [];
+    event.inputBytes = payloads.reduce((sum, p) => sum + (p.data?.length ?? 0), 0);
+  }
   const scheduledId =
     raw.activityTaskStartedEventAttributes?.scheduledEventId ??
     raw.activityTaskCompletedEventAttributes?.scheduledEventId;
@@ -96,6 +102,8 @@ export interface HistoryResult {
   eventsPerTurn: number[][];
   /** `bytesPerTurn[turn][thread]`: history bytes each turn added (server's `historySizeBytes`). */
   bytesPerTurn: number[][];
+  /** `largestInputPerTurn[turn][thread]`: the largest activity input the turn scheduled, in bytes (the step's, so far). */
+  largestInputPerTurn: number[][];
   /** The event types the second turn added, in order. */
   laterTurnTypes: string[];
 }
@@ -107,6 +115,7 @@ export async function benchHistory(
 ): Promise<HistoryResult> {
   const eventsPerTurn: number[][] = Array.from({ length: turnsPerThread }, () => []);
   const bytesPerTurn: number[][] = Array.from({ length: turnsPerThread }, () => []);
+  const largestInputPerTurn: number[][] = Array.from({ length: turnsPerThread }, () => []);
   let laterTurnTypes: string[] = [];
   for (let i = 0; i < threads; i++) {
     const target = { resourceId: 'bench', threadId: `history-${randomUUID()}` };
@@ -124,9 +133,11 @@ export async function benchHistory(
       const after = await settledHistory(env, target);
       eventsPerTurn[turn].push(after.events.length - before.events.length);
       bytesPerTurn[turn].push(after.bytes - before.bytes);
+      const added = after.events.slice(before.events.length);
+      largestInputPerTurn[turn].push(Math.max(0, ...added.map((e) => e.inputBytes ?? 0)));
       if (turn === 1) laterTurnTypes = after.events.slice(before.events.length).map((e) => e.type);
       before = after;
     }
   }
-  return { threads, turnsPerThread, messageBytes, eventsPerTurn, bytesPerTurn, laterTurnTypes };
+  return { threads, turnsPerThread, messageBytes, eventsPerTurn, bytesPerTurn, largestInputPerTurn, laterTurnTypes };
 }

@@ -1,7 +1,8 @@
 /**
  * (a) Idle-wake overhead: `sendMessage` to an idle thread → model request → first `text-delta` at a subscriber,
  * against the floor of a direct AI SDK `streamText` call to the same model server. Samples are interleaved
- * (fresh thread, floor, second turn on that thread, …) so every series sees the same machine state.
+ * (fresh thread, floor, second turn on that thread, a round of the bare-Temporal floor's series, …) so every series
+ * sees the same machine state.
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -9,6 +10,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { streamText, type LanguageModel } from 'ai';
 import type { ThreadTarget } from '../protocol/schemas';
 import { benchAgent, wallClock, watchTurn, withTimeout, type BenchEnv, type TurnEvents } from './env';
+import { floorRound, summarizeFloorLatency, type FloorLatencyResult, type FloorRoundSample } from './floor/latency';
 import { findEvent, settledHistory, splitAt, stepEvent, type HistoryEvent } from './history';
 import { summarize, summarizeEach, type Summary } from './stats';
 
@@ -55,6 +57,8 @@ export interface IdleWakeResult {
   /** The next message to the same thread once it is idle again: an update wakes the running workflow. */
   idleThread: WakeSeries;
   floor: { toModelRequest: Summary; toFirstDelta: Summary };
+  /** The bare-Temporal floor (bench/floor/), one round of it between the Threadline samples of each round. */
+  temporalFloor: FloorLatencyResult;
 }
 
 export async function benchIdleWake(
@@ -65,15 +69,18 @@ export async function benchIdleWake(
   const fresh: WakeSample[] = [];
   const idle: WakeSample[] = [];
   const floor: FloorSample[] = [];
+  const temporalFloor: FloorRoundSample[] = [];
   for (let i = 0; i < warmup + samples; i++) {
     const target = { resourceId: 'bench', threadId: `wake-${randomUUID()}` };
     const first = await wakeTurn(env, target, 0);
     const direct = await floorCall(env, model);
     const second = await wakeTurn(env, target, first.historyLength);
+    const bare = await floorRound(env.floor);
     if (i < warmup) continue;
     fresh.push(first.sample);
     floor.push(direct);
     idle.push(second.sample);
+    temporalFloor.push(bare);
   }
   const floorSummary = {
     toModelRequest: summarize(floor.map((s) => s.toModelRequest)),
@@ -85,6 +92,7 @@ export async function benchIdleWake(
     freshThread: series(fresh, floorSummary.toFirstDelta),
     idleThread: series(idle, floorSummary.toFirstDelta),
     floor: floorSummary,
+    temporalFloor: summarizeFloorLatency(temporalFloor),
   };
 }
 

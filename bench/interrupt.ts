@@ -10,8 +10,6 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ThreadEvent } from '../protocol/events';
-import type { SendResult } from '../client/connect';
 import type { ScriptedReply } from '../test/support/model-server';
 import { defaultThreadConfig } from '../protocol/thread-config';
 import { quickReply, wallClock, withTimeout, type BenchEnv } from './env';
@@ -21,29 +19,51 @@ import { summarize, summarizeEach, type Summary } from './stats';
 /** Evenly spread fractions in [0, 1) (golden-ratio sequence): reproducible "random" moments. */
 const spread = (i: number) => (i * 0.6180339887498949) % 1;
 
+const streamingReply: ScriptedReply = { text: Array.from({ length: 400 }, (_, i) => `w${i} `), chunkDelayMs: 50 };
+
 export const interruptVariants = {
+  /** Six chunks 50 ms apart: a 300 ms step, interrupted at its first text-delta (≈ 250 ms before it would end). */
+  short: {
+    label: '300 ms step (6 chunks 50 ms apart), interrupted at its first text-delta',
+    reply: { text: Array.from({ length: 6 }, (_, i) => `s${i} `), chunkDelayMs: 50 },
+    delayMs: (): number => 0,
+    how: 'interrupt',
+  },
   /** 400 chunks 50 ms apart (20 s): still streaming when interrupted. Interrupted at its first text-delta. */
   streaming: {
-    label: 'streaming (a chunk every 50 ms), interrupted at its first text-delta',
-    reply: { text: Array.from({ length: 400 }, (_, i) => `w${i} `), chunkDelayMs: 50 },
+    label: 'long step streaming (a chunk every 50 ms), interrupted at its first text-delta',
+    reply: streamingReply,
     delayMs: (): number => 0,
+    how: 'interrupt',
   },
   /** One chunk, then nothing until the connection closes. Interrupted at that chunk's text-delta. */
   hanging: {
-    label: 'hanging after its first chunk, interrupted at that text-delta',
+    label: 'long step hanging after its first chunk, interrupted at that text-delta',
     reply: { text: ['partial '], hang: true },
     delayMs: (): number => 0,
+    how: 'interrupt',
   },
   /**
    * The same hang, interrupted at a moment spread over one period of the step's heartbeat timer, starting once the
    * heartbeats its first chunk produced have gone out (the throttle holds them for up to 1 s).
    */
   hangingLater: {
-    label: 'hanging after its first chunk, interrupted 1.1–4.4 s into the hang',
+    label: 'long step hanging after its first chunk, interrupted 1.1–4.4 s into the hang',
     reply: { text: ['partial '], hang: true },
     delayMs: (i: number): number => 1_100 + spread(i) * 3_333,
+    how: 'interrupt',
   },
-} satisfies Record<string, { label: string; reply: ScriptedReply; delayMs: (sample: number) => number }>;
+  /** The streaming step again, aborted (`abortThread`) at its first text-delta: no new step follows. */
+  abort: {
+    label: 'long step streaming, aborted (`abortThread`) at its first text-delta',
+    reply: streamingReply,
+    delayMs: (): number => 0,
+    how: 'abort',
+  },
+} satisfies Record<
+  string,
+  { label: string; reply: ScriptedReply; delayMs: (sample: number) => number; how: 'interrupt' | 'abort' }
+>;
 
 export type InterruptVariant = keyof typeof interruptVariants;
 
@@ -58,20 +78,32 @@ export const interruptSegments = [
 type Segment = (typeof interruptSegments)[number];
 
 interface InterruptSample {
+  /** The send → the model server saw the interrupted request's connection close; Infinity: it was never closed early. */
   toClosed: number;
+  /** Interrupt: the send → the new step's first text-delta at the subscriber (NaN for an abort). */
   toNewFirstDelta: number;
   toSendResolved: number;
+  /** What the send answered: the interrupt's `action`, or `abort` / `not aborted`. */
+  action: string;
   /** From the interrupted step's start (activity task started, server) to the send: where in its heartbeat cycle. */
   stepAgeAtSend: number;
-  segments: Record<Segment, number>;
+  /** Interrupts that closed the request: where the time went. */
+  segments?: Record<Segment, number>;
 }
 
 export interface InterruptSeries {
   label: string;
+  how: 'interrupt' | 'abort';
+  samples: number;
+  /** Samples whose model request ended on its own before the interrupt or abort reached it (counted as ∞ below). */
+  notClosed: number;
   toClosed: Summary;
   toNewFirstDelta: Summary;
   toSendResolved: Summary;
   stepAgeAtSend: Summary;
+  /** What the sends answered, by action. */
+  actions: Record<string, number>;
+  /** Over the interrupts that closed the request. */
   segments: Record<Segment, Summary>;
 }
 
@@ -87,8 +119,11 @@ export async function benchInterrupt(
   env: BenchEnv,
   { samples, warmup }: { samples: number; warmup: number },
 ): Promise<InterruptResult> {
-  const measured: Record<InterruptVariant, InterruptSample[]> = { streaming: [], hanging: [], hangingLater: [] };
   const variants = Object.keys(interruptVariants) as InterruptVariant[];
+  const measured = Object.fromEntries(variants.map((v) => [v, [] as InterruptSample[]])) as Record<
+    InterruptVariant,
+    InterruptSample[]
+  >;
   let variant: InterruptVariant = 'streaming';
   env.probe.reply = (req) => {
     const text = JSON.stringify(req.messages);
@@ -97,11 +132,11 @@ export async function benchInterrupt(
     return text.includes('interrupted-') ? interruptVariants[variant].reply : quickReply;
   };
   try {
-    // Interleaved, so both variants see the same machine state.
+    // Interleaved, so every variant sees the same machine state.
     for (let i = 0; i < warmup + samples; i++) {
       for (const v of variants) {
         variant = v;
-        const sample = await interruptTurn(env, interruptVariants[v].delayMs(i));
+        const sample = await interruptTurn(env, v, interruptVariants[v].delayMs(i));
         if (i >= warmup) measured[v].push(sample);
       }
     }
@@ -119,99 +154,99 @@ export async function benchInterrupt(
       // worker/index.ts: maxHeartbeatThrottleInterval.
       maxThrottleMs: 1_000,
     },
-    series: Object.fromEntries(variants.map((v) => [v, series(interruptVariants[v].label, measured[v])])) as Record<
+    series: Object.fromEntries(variants.map((v) => [v, series(v, measured[v])])) as Record<
       InterruptVariant,
       InterruptSeries
     >,
   };
 }
 
-async function interruptTurn(env: BenchEnv, delayMs: number): Promise<InterruptSample> {
+async function interruptTurn(env: BenchEnv, variant: InterruptVariant, delayMs: number): Promise<InterruptSample> {
+  const { how } = interruptVariants[variant];
   const target = { resourceId: 'bench', threadId: `interrupt-${randomUUID()}` };
   const first = `interrupted-${randomUUID()}`;
   const question = `new question ${randomUUID()}`;
   const sub = env.agent.subscribeToThread(target);
   const firstArrival = env.probe.arrival(first);
-  // Stamped as soon as the model server sees the interrupted request's connection close.
-  const closedAt = firstArrival.then(({ req }) => req.closed).then(() => performance.now());
-  const nextArrival = env.probe.arrival(question);
+  // Stamped as soon as the model server sees the interrupted request's connection close (never, if it ends first).
+  let closed = Infinity;
+  void firstArrival.then(({ req }) => req.closed).then(() => (closed = performance.now()));
+  let nextRequest = NaN;
+  void env.probe.arrival(question).then(({ at }) => (nextRequest = at));
 
   let sent = NaN;
-  let interrupt: Promise<{ result: SendResult; at: number }> | undefined;
+  let send: Promise<{ action: string; at: number }> | undefined;
   let stepStarts = 0;
   let newFirstDelta = NaN;
-  const onEvent = (event: ThreadEvent) => {
-    if (event.type === 'step-start') stepStarts += 1;
-    if (event.type !== 'text-delta') return;
-    if (stepStarts === 1 && !interrupt) {
-      interrupt = sleep(delayMs).then(() => {
-        sent = performance.now();
-        return env.agent
-          .sendMessage(question, { ...target, ifActive: { behavior: 'interrupt' } })
-          .then((result) => ({ result, at: performance.now() }));
-      });
-    } else if (stepStarts >= 2 && Number.isNaN(newFirstDelta)) {
-      newFirstDelta = performance.now();
-    }
+  const act = () => {
+    sent = performance.now();
+    const done = (action: string) => ({ action, at: performance.now() });
+    return how === 'abort'
+      ? env.client.abortThread(target).then((r) => done(r.aborted ? 'abort' : 'not aborted'))
+      : env.agent.sendMessage(question, { ...target, ifActive: { behavior: 'interrupt' } }).then((r) => done(r.action));
   };
-  let closed: number, request: number, resolved: number;
   const types: string[] = [];
   try {
     const watching = (async () => {
       for await (const event of sub.stream) {
-        onEvent(event);
+        const at = performance.now();
         types.push(event.type);
+        if (event.type === 'step-start') stepStarts += 1;
         if (event.type === 'error') throw new Error(`The run failed: ${JSON.stringify(event.payload)}`);
-        if (event.type === 'finish') return;
+        if (event.type === 'text-delta' && stepStarts === 1 && !send) send = sleep(delayMs).then(act);
+        // The new step's deltas are the first ones after its model request arrived.
+        if (event.type === 'text-delta' && at > nextRequest && Number.isNaN(newFirstDelta)) newFirstDelta = at;
+        const ended = event.type === 'finish' || event.type === 'abort';
+        if (ended && send && (how === 'abort' || !Number.isNaN(newFirstDelta))) return;
       }
     })();
     await env.agent.sendMessage(first, target);
     await withTimeout(watching, 'an interrupt turn');
-    const send = await withTimeout(interrupt!, 'the interrupting send');
-    if (send.result.action !== 'interrupt') {
-      throw new Error(`The interrupting message was not an interrupt (action: ${send.result.action}).`);
-    }
-    if (!types.includes('step-interrupted')) throw new Error(`No step-interrupted event: ${types.join(', ')}`);
-    const { req } = await firstArrival;
-    if (!req.closedEarly) throw new Error('The interrupted model request was not closed early.');
-    [closed, { at: request }, resolved] = await withTimeout(
-      Promise.all([closedAt, nextArrival, Promise.resolve(send.at)]),
-      'the interrupted request to close',
-    );
   } finally {
     sub.unsubscribe();
   }
+  const answered = await withTimeout(send!, 'the interrupting send');
+  const { req } = await firstArrival;
+  // The close, if there is one, is stamped before the next step could start; give its callback a moment all the same.
+  if (req.closedEarly) await withTimeout(req.closed, 'the close to be stamped').then(() => sleep(0));
   const { events } = await settledHistory(env, target);
   const firstStarted = stepEvent(events, 0, 'ActivityTaskStarted', 0);
-  const cancelRequested = findEvent(events, 0, 'ActivityTaskCancelRequested');
-  const cancelled = findEvent(events, 0, 'ActivityTaskCanceled');
-  const nextStarted = stepEvent(events, 0, 'ActivityTaskStarted', 1);
-  return {
+  const sample: InterruptSample = {
     toClosed: closed - sent,
     toNewFirstDelta: newFirstDelta - sent,
-    toSendResolved: resolved - sent,
+    toSendResolved: answered.at - sent,
+    action: answered.action,
     stepAgeAtSend: wallClock(sent) - firstStarted.at,
-    segments: splitAt(interruptSegments, [
-      wallClock(sent),
-      cancelRequested.at,
-      cancelled.at,
-      nextStarted.at,
-      wallClock(request),
-      wallClock(newFirstDelta),
-    ]),
   };
+  if (how === 'interrupt' && Number.isFinite(closed)) {
+    if (!types.includes('step-interrupted')) throw new Error(`No step-interrupted event: ${types.join(', ')}`);
+    sample.segments = splitAt(interruptSegments, [
+      wallClock(sent),
+      findEvent(events, 0, 'ActivityTaskCancelRequested').at,
+      findEvent(events, 0, 'ActivityTaskCanceled').at,
+      stepEvent(events, 0, 'ActivityTaskStarted', 1).at,
+      wallClock(nextRequest),
+      wallClock(newFirstDelta),
+    ]);
+  }
+  return sample;
 }
 
-function series(label: string, samples: InterruptSample[]): InterruptSeries {
+function series(variant: InterruptVariant, samples: InterruptSample[]): InterruptSeries {
+  const { label, how } = interruptVariants[variant];
+  const actions: Record<string, number> = {};
+  for (const s of samples) actions[s.action] = (actions[s.action] ?? 0) + 1;
+  const withSegments = samples.flatMap((s) => (s.segments ? [s.segments] : []));
   return {
     label,
+    how,
+    samples: samples.length,
+    notClosed: samples.filter((s) => !Number.isFinite(s.toClosed)).length,
     toClosed: summarize(samples.map((s) => s.toClosed)),
-    toNewFirstDelta: summarize(samples.map((s) => s.toNewFirstDelta)),
+    toNewFirstDelta: summarize(samples.map((s) => s.toNewFirstDelta).filter(Number.isFinite)),
     toSendResolved: summarize(samples.map((s) => s.toSendResolved)),
     stepAgeAtSend: summarize(samples.map((s) => s.stepAgeAtSend)),
-    segments: summarizeEach(
-      interruptSegments,
-      samples.map((s) => s.segments),
-    ),
+    actions,
+    segments: summarizeEach(interruptSegments, withSegments),
   };
 }

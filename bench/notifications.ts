@@ -41,9 +41,13 @@ export interface NotificationsSizes {
   maxSeconds: number;
   /** How long the threads may take to settle after the last send was answered. */
   settleSeconds: number;
+  /** Start send n at n / ratePerSecond seconds (a fixed schedule; a send does not wait for the one before); unset: as fast as the calls in flight allow. */
+  ratePerSecond?: number;
 }
 
 export interface NotificationsResult {
+  /** The schedule the sends kept, if paced. */
+  ratePerSecond?: number;
   notifications: number;
   threads: number;
   concurrency: number;
@@ -197,7 +201,8 @@ export async function benchNotifications(
     const sent: Sent[] = [];
     let next = 0;
     let stoppedAtBudget = false;
-    const deadline = performance.now() + sizes.maxSeconds * 1000;
+    const scheduleStart = performance.now();
+    const deadline = scheduleStart + sizes.maxSeconds * 1000;
     const ticker = setInterval(() => {
       const answered = sent.filter((s) => Number.isFinite(s.end)).length;
       const failed = sent.filter((s) => s.error).length;
@@ -205,6 +210,10 @@ export async function benchNotifications(
     }, 15_000);
     const sender = async () => {
       for (let n = next++; n < plan.length; n = next++) {
+        if (sizes.ratePerSecond) {
+          const wait = scheduleStart + (n * 1000) / sizes.ratePerSecond - performance.now();
+          if (wait > 0) await sleep(wait);
+        }
         if (performance.now() > deadline) {
           stoppedAtBudget = true;
           return;
@@ -337,6 +346,7 @@ export async function benchNotifications(
     const durationMs = lastAnswer - firstCall;
     const checks = { nothingLost, countsMatchAnswers, recordsAgree, settled: settled.ok };
     return {
+      ratePerSecond: sizes.ratePerSecond,
       notifications: sizes.notifications,
       threads: sizes.threads,
       concurrency: sizes.concurrency,

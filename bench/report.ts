@@ -4,7 +4,11 @@
  * Long on purpose: one section per benchmark, each a small renderer of its own result type; they share the tables,
  * the machine header and the targets, and are read together when the report changes.
  */
+import type { FloorIngestCase } from './floor/ingest';
+import { floorLatencySeries, type FloorLatencyName } from './floor/latency';
 import type { GatewayBusResult } from './gateway-bus';
+import type { HttpResult } from './http';
+import type { MemoryResult } from './memory';
 import type { HistoryResult } from './history';
 import type { IdleWakeResult, WakeSeries } from './idle-wake';
 import type { InjectionResult } from './injection';
@@ -18,7 +22,8 @@ import {
 import type { NotificationsResult } from './notifications';
 import type { IngestCase, SignalIngestResult } from './signal-ingest';
 import type { StateIngestResult } from './state-ingest';
-import { summarize, type Summary } from './stats';
+import type { Summary } from './stats';
+import { bytesGrowthPerTurn, comparisons, evaluateTargets, largestInputAt, median } from './targets';
 
 export interface Machine {
   cpu: string;
@@ -44,24 +49,25 @@ export interface BenchResults {
   interrupt: InterruptResult;
   gatewayBus: GatewayBusResult;
   stateIngest: StateIngestResult;
-  notifications: NotificationsResult;
+  notifications: NotificationsResult & { floor: FloorIngestCase; paced: NotificationsResult };
+  http: HttpResult;
+  memory: MemoryResult;
+  /** Wall time of the whole run. */
+  durationSeconds: number;
+  /** The options the floor worker shares with Threadline's (bench/floor/world.ts). */
+  floorWorkerSettings: Record<string, string>;
 }
 
-/** What the issue asks for, and Mastra's in-process, non-durable path for comparison. */
-export const targets = {
-  firstDeltaP50Ms: 15,
-  firstDeltaP99Ms: 40,
-  historyEventsPerTurn: 15,
-  mastra: {
-    firstDeltaP50Ms: '7.5–8.8',
-    firstDeltaP99Ms: '16–20',
-    stepEndToNextCallP50Ms: 8.2,
-    /** Persisting to a libSQL file, queues in memory, 1,000 threads. */
-    signalIngestPerSecond: 2_100,
-  },
+/** Mastra's in-process, non-durable path, for scale (from an earlier issue). */
+const mastra = {
+  firstDeltaP50Ms: '7.5–8.8',
+  firstDeltaP99Ms: '16–20',
+  stepEndToNextCallP50Ms: 8.2,
+  /** Persisting to a libSQL file, queues in memory, 1,000 threads. */
+  signalIngestPerSecond: 2_100,
 };
 
-const ms = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '–');
+const ms = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : x === Infinity ? '∞' : '–');
 const pcts = (s: Summary) => `${ms(s.p50)} / ${ms(s.p90)} / ${ms(s.p99)}`;
 const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' / ');
 const dynamicConfig = (c: Record<string, unknown>) =>
@@ -82,12 +88,9 @@ function wakeRow(name: string, s: WakeSeries): string {
   return `| ${name} | ${pcts(s.toModelRequest)} | ${pcts(s.toFirstDelta)} | ${pcts(s.toSendResolved)} |`;
 }
 
-function targetRow(name: string, s: WakeSeries): string {
+function overStreamTextRow(name: string, s: WakeSeries): string {
   const { p50, p99 } = s.toFirstDelta;
-  return (
-    `| ${name} | ${ms(p50)} | ${ms(p99)} | ${ms(s.overheadP50Ms)} | ${s.ratioP50.toFixed(1)}× | ` +
-    `${verdict(p50 <= targets.firstDeltaP50Ms)} | ${verdict(p99 <= targets.firstDeltaP99Ms)} |`
-  );
+  return `| ${name} | ${ms(p50)} | ${ms(p99)} | ${ms(s.overheadP50Ms)} | ${s.ratioP50.toFixed(1)}× |`;
 }
 
 function range(values: number[]): string {
@@ -95,10 +98,116 @@ function range(values: number[]): string {
   return min === max ? `${min}` : `${min}–${max}`;
 }
 
-function bytesGrowth(c: HistoryResult): number {
-  const last = c.turnsPerThread - 1;
-  if (last < 2) return NaN;
-  return Math.round((summarize(c.bytesPerTurn[last]).p50 - summarize(c.bytesPerTurn[1]).p50) / (last - 1));
+/** The turns the history table shows (1-based): the first, the second, and 5, 10, 20, … up to the last. */
+function shownTurns(turns: number): number[] {
+  return [...new Set([1, 2, 3, 5, 10, 20, 30, 40, 50, turns])].filter((t) => t <= turns).sort((a, b) => a - b);
+}
+
+const signed = (x: number, digits: number) =>
+  Number.isFinite(x) ? `${x >= 0 ? '+' : '−'}${Math.abs(x).toFixed(digits)}` : '–';
+
+function floorSections(r: BenchResults): string[] {
+  const rows = evaluateTargets(r);
+  const met = rows.filter((row) => row.met).length;
+  const tf = r.idleWake.temporalFloor;
+  const floorCases: FloorIngestCase[] = [
+    r.signalIngest.floor.oneWorkflow,
+    r.signalIngest.floor.manyByUpdate,
+    r.signalIngest.floor.manyBySignal,
+    r.notifications.floor,
+  ];
+  return [
+    '## Threadline beside its floor',
+    '',
+    'Each Threadline figure beside the same path on bare Temporal (and, for a model call, plus the direct `streamText` ' +
+      'call), all measured in this run; latencies p50 / p99 in ms, rates per second. Difference and ratio at p50.',
+    '',
+    '| path | floor | Threadline | difference | ratio |',
+    '| --- | ---: | ---: | ---: | ---: |',
+    ...comparisons(r).map(
+      (c) =>
+        `| ${c.path} | ${c.floor} | ${c.threadline} | ${signed(c.difference, 1)} ${c.unit === 'ms' ? 'ms' : '/s'} | ` +
+        `${Number.isFinite(c.ratio) ? c.ratio.toFixed(2) : '–'}× |`,
+    ),
+    '',
+    '## Issue #12 targets',
+    '',
+    `**${met} of ${rows.length} met** in this run. Every bound is computed from this run's numbers (its floors where ` +
+      'the target has one); bench/targets.ts holds the arithmetic.',
+    '',
+    '| # | target | measured | bound | |',
+    '| --- | --- | --- | --- | --- |',
+    ...rows.map((row) => `| ${row.id} | ${row.target} | ${row.measured} | ${row.bound} | ${verdict(row.met)} |`),
+    '',
+    '### The bare-Temporal floor',
+    '',
+    'A workflow that records each input in its handler and runs the activities the input asks for in its main loop ' +
+      '(bench/floor/workflows.ts), its activity stamping when its code runs, on a worker of its own in this process ' +
+      "with the options Threadline's `createWorker` passed to `Worker.create` in this run (less task queue, workflow " +
+      'code, activities, interceptors and sinks), on the same dev server. Latency rounds run between the idle-wake ' +
+      'rounds of (a); an idle workflow is settled (no task pending) before it is woken.',
+    '',
+    '| series | → activity code running | → the call returned |',
+    '| --- | ---: | ---: |',
+    ...(Object.keys(floorLatencySeries) as FloorLatencyName[]).map(
+      (name) =>
+        `| ${floorLatencySeries[name]} | ${pcts(tf.series[name].toActivity)} | ${pcts(tf.series[name].toReturned)} |`,
+    ),
+    `| one activity returns → the next one's code running | ${pcts(tf.activityToActivity)} | – |`,
+    '',
+    'Ingest: inputs that are only recorded, round-robin over the workflows, at most 8 in flight per workflow (as ' +
+      "Threadline's client); handled = the workflow task that ran the workflow code with the input completed (history).",
+    '',
+    '| case | inputs | in flight | accepted/s | handled/s | latency p50 / p90 / p99 | history events per input | ' +
+      'executions | in history exactly once |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    ...floorCases.map(
+      (x) =>
+        `| ${x.label} | ${int(x.sent - x.failed)}${x.failed ? ` (${x.failed} failed)` : ''} | ${x.concurrency} | ` +
+        `**${x.acceptedPerSecond.toFixed(1)}** | ${x.handledPerSecond.toFixed(1)} | ${pcts(x.acceptLatency)} | ` +
+        `${x.eventsPerInput.toFixed(2)} | ${int(x.executions)} | ${yes(x.exactlyOnce)} |`,
+    ),
+    '',
+    ...floorCases.flatMap((x) => x.problems.map((problem) => `- floor, ${x.label}: ${problem}`)),
+    `Worker options the floor shares with Threadline's: ${
+      Object.entries(r.floorWorkerSettings)
+        .map(([key, value]) => `\`${key}=${value}\``)
+        .join(', ') || 'none'
+    }.`,
+    '',
+  ];
+}
+
+function historySection(c: HistoryResult): string[] {
+  const p50 = (values: number[]) => median(values);
+  return [
+    '## (c) History per one-step turn',
+    '',
+    `${c.threads} fresh threads × ${c.turnsPerThread} one-step turns (no tools), each user message ` +
+      `${c.messageBytes} characters; counted once the thread is idle again. Bytes are the server's ` +
+      "`historySizeBytes`; the largest activity input is the biggest payload a turn scheduled (the step's, so far). " +
+      'Medians over the threads.',
+    '',
+    '| turn | history events added (range over threads) | history bytes added | largest activity input (bytes) |',
+    '| ---: | ---: | ---: | ---: |',
+    ...shownTurns(c.turnsPerThread).map(
+      (turn) =>
+        `| ${turn}${turn === 1 ? ' (starts the workflow)' : ''} | ${range(c.eventsPerTurn[turn - 1])} | ` +
+        `${int(p50(c.bytesPerTurn[turn - 1]))} | ${int(p50(c.largestInputPerTurn[turn - 1]))} |`,
+    ),
+    '',
+    `A later turn adds ≈ ${int(bytesGrowthPerTurn(c.bytesPerTurn))} history bytes more than the one before it ` +
+      '(least-squares slope over turns 2 on; 0 is flat). Extrapolated the same way, the largest activity input of a ' +
+      `2,000-message thread (1,000 turns) would be ≈ ${kib(largestInputAt(c.largestInputPerTurn, 1_000))}; Temporal ` +
+      'refuses payloads over 2 MiB.',
+    '',
+    'Events a later turn adds, in order:',
+    '',
+    '```',
+    c.laterTurnTypes.join('\n'),
+    '```',
+    '',
+  ];
 }
 
 export function renderReport(r: BenchResults): string {
@@ -120,7 +229,9 @@ export function renderReport(r: BenchResults): string {
     `| Temporal | \`${m.temporalCli}\` (dev server, in memory, headless, loopback) |`,
     `| dev server dynamic config | ${dynamicConfig(m.temporalDynamicConfig)} |`,
     `| load average (1/5/15 min) | ${load(m.loadAverage.start)} at start, ${load(m.loadAverage.end)} at end |`,
+    `| run time | ${Math.round(r.durationSeconds / 60)} min |`,
     '',
+    ...floorSections(r),
     '## How to read this',
     '',
     '- Everything runs in one process on loopback: the dev server (a child process), a scripted OpenAI-compatible',
@@ -128,8 +239,10 @@ export function renderReport(r: BenchResults): string {
     '  therefore Threadline + Temporal overhead, not model latency.',
     '- Latencies are milliseconds, shown as **p50 / p90 / p99** (nearest rank). Every sample counts; warm-up samples',
     '  (first threads after start-up) are run but not counted. No outliers are removed.',
-    '- The *floor* is a direct AI SDK `streamText` call to the same model server, interleaved with the Threadline',
-    '  samples: what any in-process caller pays. Threadline minus floor is the cost of durability.',
+    '- Two floors, both measured in this run: the *bare-Temporal floor* (the same dev server and worker options, a',
+    '  trivial workflow and activity: what any program on Temporal pays; bench/floor/) and the *`streamText` floor* (a',
+    '  direct AI SDK call to the same model server: what any in-process caller pays). Threadline minus the floors is',
+    "  Threadline's own cost.",
     '- Segment tables split a turn at its history events (server clock, same machine) and at events a subscriber',
     '  sees. Each row is the time since the previous row; percentiles are per row, so they do not add up exactly',
     '  to the end-to-end percentiles.',
@@ -151,13 +264,15 @@ export function renderReport(r: BenchResults): string {
     wakeRow('Threadline, idle thread (update)', idle),
     `| floor: AI SDK \`streamText\` direct | ${pcts(a.floor.toModelRequest)} | ${pcts(a.floor.toFirstDelta)} | – |`,
     '',
-    '| first text-delta | p50 | p99 | p50 − floor | p50 ÷ floor | target ≤ 15 ms p50 | target ≤ 40 ms p99 |',
-    '| --- | ---: | ---: | ---: | ---: | --- | --- |',
-    targetRow('fresh thread', fresh),
-    targetRow('idle thread', idle),
+    '| first text-delta | p50 | p99 | p50 − `streamText` | p50 ÷ `streamText` |',
+    '| --- | ---: | ---: | ---: | ---: |',
+    overStreamTextRow('fresh thread', fresh),
+    overStreamTextRow('idle thread', idle),
     '',
-    `Mastra's in-process, non-durable path (from the issue): first text-delta ${targets.mastra.firstDeltaP50Ms} ms p50 ` +
-      `(${targets.mastra.firstDeltaP99Ms} ms p99).`,
+    'Beside the bare-Temporal floor: see the first two tables of this file (issue #12, parts 2 and 3).',
+    '',
+    `Mastra's in-process, non-durable path (from the issue): first text-delta ${mastra.firstDeltaP50Ms} ms p50 ` +
+      `(${mastra.firstDeltaP99Ms} ms p99).`,
     '',
     '### Where a wake goes (fresh thread)',
     '',
@@ -179,39 +294,19 @@ export function renderReport(r: BenchResults): string {
     `| step end → next model request | ${pcts(b.stepEndToNextRequest)} |`,
     `| mid-run \`sendMessage\` → accepted (resolved) | ${pcts(b.sendToAccepted)} |`,
     '',
-    `Mastra (from the issue): step end → next model call ${targets.mastra.stepEndToNextCallP50Ms} ms p50.`,
+    `Mastra (from the issue): step end → next model call ${mastra.stepEndToNextCallP50Ms} ms p50.`,
     '',
     ...segmentTable(b.segments),
     '',
-    '## (c) History per one-step turn',
-    '',
-    `${c.threads} fresh threads × ${c.turnsPerThread} one-step turns (no tools), each user message ` +
-      `${c.messageBytes} characters; counted once the thread is idle again. Bytes are the server's ` +
-      '`historySizeBytes`, p50 over the threads.',
-    '',
-    '| turn | history events added | target ≤ 15 | history bytes added |',
-    '| ---: | ---: | --- | ---: |',
-    ...c.eventsPerTurn.map(
-      (events, turn) =>
-        `| ${turn + 1}${turn === 0 ? ' (starts the workflow)' : ''} | ${range(events)} | ` +
-        `${verdict(events.every((n) => n <= targets.historyEventsPerTurn))} | ` +
-        `${summarize(c.bytesPerTurn[turn]).p50.toLocaleString('en-US')} |`,
-    ),
-    '',
-    `Bytes per turn grow by ≈ ${bytesGrowth(c).toLocaleString('en-US')} per turn (turn 2 → ${c.turnsPerThread}): ` +
-      "something in every turn carries the conversation so far (today the step activity's input: the context window).",
-    '',
-    'Events a later turn adds, in order:',
-    '',
-    '```',
-    c.laterTurnTypes.join('\n'),
-    '```',
-    '',
+    ...historySection(c),
     ...ingestSection(r.signalIngest),
     ...interruptSection(r.interrupt),
     ...gatewayBusSection(r.gatewayBus),
     ...stateIngestSection(r.stateIngest),
     ...notificationsSection(r.notifications),
+    ...notificationCasesSection(r.notifications),
+    ...httpSection(r.http),
+    ...memorySection(r.memory),
   ].join('\n');
 }
 
@@ -224,6 +319,11 @@ function ingestRows(d: SignalIngestResult): [string, IngestCase][] {
     [`one thread, ${d.oneThread.concurrency} in flight`, d.oneThread],
     [`one thread, ${d.oneThreadBelowCap.concurrency} in flight`, d.oneThreadBelowCap],
     [`${d.manyThreads.threads.toLocaleString('en-US')} threads, ${d.manyThreads.concurrency} in flight`, d.manyThreads],
+    [
+      `${d.manyThreadsStateDependent.threads.toLocaleString('en-US')} threads, ${d.manyThreadsStateDependent.concurrency} ` +
+        'in flight, `ifActive: deliver` (the answer depends on state)',
+      d.manyThreadsStateDependent,
+    ],
   ];
 }
 
@@ -278,8 +378,8 @@ function ingestSection(d: SignalIngestResult): string[] {
   const steadyPhase = many.rateByTenth.slice(-4);
   const interpretation = [
     `- **Over ${many.threads.toLocaleString('en-US')} threads: ${int(many.signalsPerSecond)} signals/s**, ` +
-      `${(many.signalsPerSecond / targets.mastra.signalIngestPerSecond).toFixed(2)}× Mastra's ≈ ` +
-      `${targets.mastra.signalIngestPerSecond.toLocaleString('en-US')}/s. The case is CPU-bound: ` +
+      `${(many.signalsPerSecond / mastra.signalIngestPerSecond).toFixed(2)}× Mastra's ≈ ` +
+      `${mastra.signalIngestPerSecond.toLocaleString('en-US')}/s. The case is CPU-bound: ` +
       `${cpuPer1000(many).toFixed(1)} CPU seconds per 1,000 signals (${(many.cpuSeconds.benchProcess / (many.signals / 1000)).toFixed(1)} ` +
       `in this process, ${(many.cpuSeconds.devServer / (many.signals / 1000)).toFixed(1)} in the dev server) on 2 cores. ` +
       'A signal to an idle thread is an update and a workflow task of its own, then a `publishEvents` activity ' +
@@ -345,23 +445,26 @@ function ingestSection(d: SignalIngestResult): string[] {
       `${d.maxStoredMessages.toLocaleString('en-US')} messages kept. A case stops starting sends after ` +
       `${d.maxSecondsPerCase} s (the sends in flight still finish and count).`,
     '',
-    '| case | signals | wall s | accepted / s | accept latency p50 / p90 / p99 | max | stored exactly once |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | --- |',
+    '| case | signals | wall s | accepted / s | handled / s | accept latency p50 / p90 / p99 | max | stored exactly once |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
     ...rows.map(
       ([name, x]) =>
         `| ${name} | ${x.signals.toLocaleString('en-US')}` +
         `${x.stoppedAtBudget ? ` of ${x.planned.toLocaleString('en-US')} (stopped at the time budget)` : ''} | ` +
-        `${sec(x.durationMs)} | **${int(x.signalsPerSecond)}** | ` +
+        `${sec(x.durationMs)} | **${int(x.signalsPerSecond)}** | ${int(x.handledPerSecond)} | ` +
         `${pcts(x.acceptLatency)} | ${ms(x.acceptLatency.max)} | ${yes(x.verification.ok)} |`,
     ),
-    `| ↳ first signal to each thread (update-with-start creates the workflow) | ` +
-      `${many.firstToThreadLatency!.n.toLocaleString('en-US')} | | | ${pcts(many.firstToThreadLatency!)} | ` +
+    `| ↳ first signal to each thread (the first input creates the workflow) | ` +
+      `${many.firstToThreadLatency!.n.toLocaleString('en-US')} | | | | ${pcts(many.firstToThreadLatency!)} | ` +
       `${ms(many.firstToThreadLatency!.max)} | |`,
-    `| ↳ later signals (update to a running workflow) | ${many.laterLatency!.n.toLocaleString('en-US')} | | | ` +
+    `| ↳ later signals (to a running workflow) | ${many.laterLatency!.n.toLocaleString('en-US')} | | | | ` +
       `${pcts(many.laterLatency!)} | ${ms(many.laterLatency!.max)} | |`,
     '',
+    'Handled: the first call to the moment the last input had been through a workflow task (history, server clock). ' +
+      'The bare-Temporal floor of each shape is in the floor tables at the top.',
+    '',
     `For scale: Mastra persisting to a libSQL file (queues in memory) accepts about ` +
-      `${targets.mastra.signalIngestPerSecond.toLocaleString('en-US')} signals/s over 1,000 threads on this kind of ` +
+      `${mastra.signalIngestPerSecond.toLocaleString('en-US')} signals/s over 1,000 threads on this kind of ` +
       'machine.',
     '',
     'Accepted signals per second in each tenth of the run (wall time), in order:',
@@ -373,10 +476,10 @@ function ingestSection(d: SignalIngestResult): string[] {
     '### Checks',
     '',
     'After each case: every send resolved with action `persist` (not a duplicate); each resolved signal is in its ' +
-      "thread's history (`WorkflowExecutionUpdateAccepted`, over every execution of the chain) exactly once; " +
+      "thread's history (an accepted update or a signal, over every execution of the chain) exactly once; " +
       '`getThread(...).messageCount` and the stored message ids are the newest accepted inputs (a thread keeps ' +
-      `${d.maxStoredMessages.toLocaleString('en-US')}) in history order; on the one thread, a subscriber saw each ` +
-      "accepted signal's `persisted` echo exactly once; no model request was made.",
+      `${d.maxStoredMessages.toLocaleString('en-US')}) in history order; a subscriber per thread saw each ` +
+      "accepted signal's `persisted` echo exactly once, on its thread; no model request was made.",
     '',
     '| case | every send resolved `persist` | accepted once in history | `messageCount` sum (expected) | ' +
       'stored ids = newest accepted | `persisted` echo exactly once | no model request |',
@@ -443,7 +546,13 @@ function ingestSection(d: SignalIngestResult): string[] {
 }
 
 function interruptRow(s: InterruptSeries): string {
-  return `| ${s.label} | ${pcts(s.toClosed)} | ${pcts(s.toNewFirstDelta)} | ${pcts(s.toSendResolved)} |`;
+  const actions = Object.entries(s.actions)
+    .map(([action, n]) => `${n} × ${action}`)
+    .join(', ');
+  return (
+    `| ${s.label} | ${pcts(s.toClosed)} | ${s.notClosed} of ${s.samples} | ` +
+    `${s.how === 'abort' ? '–' : pcts(s.toNewFirstDelta)} | ${pcts(s.toSendResolved)} | ${actions} |`
+  );
 }
 
 function interruptSection(e: InterruptResult): string[] {
@@ -461,16 +570,19 @@ function interruptSection(e: InterruptResult): string[] {
       "Measured from the send call to (a) the model server seeing the interrupted request's connection close, " +
       "(b) the new step's first `text-delta` at the subscriber, and the send resolving.",
     '',
-    '| interrupted step | (a) → interrupted request closed | (b) → new step first text-delta | → sendMessage resolved |',
-    '| --- | ---: | ---: | ---: |',
+    '| interrupted step | (a) → interrupted request closed | never closed early (∞ above) | (b) → new step first ' +
+      'text-delta | → send resolved | answered |',
+    '| --- | ---: | ---: | ---: | ---: | --- |',
     ...variants.map((v) => interruptRow(e.series[v])),
     '',
-    ...variants.flatMap((v) => [
-      `### Where an interrupt goes (${e.series[v].label})`,
-      '',
-      ...segmentTable(e.series[v].segments),
-      '',
-    ]),
+    ...variants
+      .filter((v) => e.series[v].how === 'interrupt' && e.series[v].notClosed < e.series[v].samples)
+      .flatMap((v) => [
+        `### Where an interrupt goes (${e.series[v].label})`,
+        '',
+        ...segmentTable(e.series[v].segments),
+        '',
+      ]),
     '### What this says',
     '',
     '- The workflow asks for the cancellation within one workflow task of the send (first segment, ' +
@@ -717,5 +829,87 @@ function notificationsSection(h: NotificationsResult): string[] {
     '',
     ...h.problems.map((problem) => `- ${problem}`),
     ...(h.problems.length > 0 ? [''] : []),
+  ];
+}
+
+function notificationCasesSection(n: BenchResults['notifications']): string[] {
+  const row = (name: string, x: NotificationsResult) =>
+    `| ${name} | ${int(x.accepted)} over ${int(x.threads)} | **${x.acceptedPerSecond.toFixed(1)}** | ` +
+    `${int(x.wakes.runs)} | ${int(x.wakes.modelRequests)} | ` +
+    `**${int((x.wakes.modelRequests / Math.max(1, x.accepted)) * 10_000)}** | ` +
+    `${x.history.eventsPerNotification.toFixed(2)} | ${int(x.history.eventsByType.WorkflowTaskTimedOut ?? 0)} | ${yes(x.ok)} |`;
+  return [
+    '### Full speed, paced, and the floor',
+    '',
+    `The case above at full speed; the same workload paced at ${n.paced.ratePerSecond}/s (send n starts at n / rate ` +
+      `seconds, ${int(n.paced.notifications)} notifications over ${int(n.paced.threads)} threads; the rest as above); ` +
+      `and the floor: update-with-start accept-only into ${int(n.floor.workflows)} workflows, ` +
+      `${n.floor.concurrency} in flight, ${n.floor.acceptedPerSecond.toFixed(1)} accepted/s, ` +
+      `${n.floor.eventsPerInput.toFixed(2)} history events per input.`,
+    '',
+    '| case | accepted | accepted/s | runs | model requests | per 10,000 | history events per notification | ' +
+      '`WorkflowTaskTimedOut` | checks |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    row('full speed', n),
+    row(`paced at ${n.paced.ratePerSecond}/s`, n.paced),
+    '',
+    ...n.paced.problems.map((problem) => `- paced: ${problem}`),
+    ...(n.paced.problems.length > 0 ? [''] : []),
+  ];
+}
+
+function httpSection(h: HttpResult): string[] {
+  const row = (name: string, side: { inProcess: Summary; gateway: Summary }) =>
+    `| ${name} | ${pcts(side.inProcess)} | ${pcts(side.gateway)} | ${signed(side.gateway.p50 - side.inProcess.p50, 1)} |`;
+  const ingestRow = (name: string, x: HttpResult['ingest']['inProcess']) =>
+    `| ${name} | ${int(x.signals - x.failed)}${x.failed ? ` (${x.failed} failed)` : ''} | ${sec(x.durationMs)} | ` +
+    `**${x.acceptedPerSecond.toFixed(1)}** | ${pcts(x.acceptLatency)} |`;
+  return [
+    '## (i) Through the HTTP gateway, as users see it',
+    '',
+    `${h.samples} rounds after ${h.warmup} warm-up, interleaved: a new thread and then its next turn once idle, ` +
+      "through a gateway served in this process on the bench's bus and worker (`POST send-message`, the first " +
+      '`text-delta` on an SSE stream opened before it, timed at the client) and through the in-process client ' +
+      '(`sendMessage`, `subscribeToThread`).',
+    '',
+    '| send → first text-delta | in-process client | gateway + SSE | gateway − in-process (p50) |',
+    '| --- | ---: | ---: | ---: |',
+    row('new thread', h.newThread),
+    row('idle thread', h.idleThread),
+    '',
+    `Persist-only signals round-robin over ${int(h.ingest.threads)} fresh threads, ${h.ingest.concurrency} in flight ` +
+      '(`POST /api/agents/bench/signals` against `sendSignal`):',
+    '',
+    '| path | accepted | wall s | accepted/s | latency p50 / p90 / p99 |',
+    '| --- | ---: | ---: | ---: | ---: |',
+    ingestRow('in-process client', h.ingest.inProcess),
+    ingestRow('gateway', h.ingest.gateway),
+    '',
+  ];
+}
+
+function memorySection(m: MemoryResult): string[] {
+  const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+  const row = (name: string, x: MemoryResult['baseline']) =>
+    `| ${name} | ${int(x.threads)} | ${int(x.cached)} | ${mib(x.rss)} | ${mib(x.heapUsed)} | ${mib(x.external)} |`;
+  return [
+    '## (j) Worker memory with idle threads',
+    '',
+    `A Threadline worker in a process of its own (bench/memory-worker.ts), its workflow cache holding ` +
+      `${int(m.cacheSize)} workflows (the bench's worker runs with ${int(m.threadlineCacheSize)}). Threads are ` +
+      'created with one persist-only signal each (no run) and left idle; each measurement waits until the worker has ' +
+      'nothing in flight and runs two full GCs. The first half of the threads fill the cache; creating the second ' +
+      'half makes the worker evict the least recently used workflow for each new one.',
+    '',
+    '| | threads created | cached | RSS | V8 heap used | external |',
+    '| --- | ---: | ---: | ---: | ---: | ---: |',
+    row('worker started', m.baseline),
+    row('half created, all cached', m.allCached),
+    row('all created, the first half evicted', m.afterEviction),
+    '',
+    `RSS per cached idle thread: **${int(m.rssPerCachedThread)} bytes**; per evicted idle thread: ` +
+      `**${int(m.rssPerEvictedThread)} bytes** (V8 heap ${int(m.heapPerEvictedThread)} bytes). Threads created at ` +
+      `${m.createdPerSecond.toFixed(1)}/s${m.failed ? `, ${m.failed} creations failed` : ''}.`,
+    '',
   ];
 }

@@ -6,15 +6,20 @@
  */
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { startBenchEnv, type BenchEnv } from './env';
 import { benchHistory } from './history';
 import { benchIdleWake } from './idle-wake';
 import { benchInjection } from './injection';
 import { benchGatewayBus } from './gateway-bus';
+import { floorIngest } from './floor/ingest';
+import { benchHttp } from './http';
+import { benchMemory } from './memory';
 import { benchInterrupt } from './interrupt';
 import { benchNotifications } from './notifications';
-import { renderReport, targets, type BenchResults } from './report';
+import { renderReport, type BenchResults } from './report';
+import { evaluateTargets } from './targets';
 import { benchSignalIngest } from './signal-ingest';
 import { benchStateIngest } from './state-ingest';
 
@@ -23,7 +28,7 @@ const sizes = quick
   ? {
       wake: { samples: 30, warmup: 5 },
       injection: { samples: 10, warmup: 2 },
-      history: { threads: 2, turnsPerThread: 3 },
+      history: { threads: 1, turnsPerThread: 50 },
       ingest: {
         oneThread: 300,
         manyThreads: 500,
@@ -48,20 +53,23 @@ const sizes = quick
         maxSeconds: 120,
         settleSeconds: 120,
       },
+      pacedNotifications: { notifications: 300, threads: 10, ratePerSecond: 46.5 },
+      http: { latency: { samples: 10, warmup: 2 }, ingest: { threads: 50, signals: 100, concurrency: 32 } },
+      memory: { threads: 1_000, concurrency: 32 },
     }
   : {
       wake: { samples: 300, warmup: 10 },
       injection: { samples: 100, warmup: 5 },
-      history: { threads: 10, turnsPerThread: 10 },
+      history: { threads: 3, turnsPerThread: 50 },
       ingest: {
         oneThread: 3_000,
-        manyThreads: 5_000,
+        manyThreads: 3_000,
         threads: 1_000,
         concurrency: 32,
         belowCapConcurrency: 8,
         maxSecondsPerCase: 240,
       },
-      interrupt: { samples: 30, warmup: 2 },
+      interrupt: { samples: 20, warmup: 2 },
       gatewayBus: {
         firstDelta: { samples: 200, warmup: 10 },
         fanOut: { subscribers: [1, 100], runs: 5, deltas: 2_000 },
@@ -77,9 +85,12 @@ const sizes = quick
         maxSeconds: 600,
         settleSeconds: 300,
       },
+      pacedNotifications: { notifications: 2_000, threads: 100, ratePerSecond: 46.5 },
+      http: { latency: { samples: 100, warmup: 5 }, ingest: { threads: 500, signals: 1_000, concurrency: 32 } },
+      memory: { threads: 10_000, concurrency: 32 },
     };
 const reportPath = fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url));
-const progress = (line: string) => process.stderr.write(`bench: ${line}\n`);
+const progress = (line: string) => process.stderr.write(`bench [${Math.round(performance.now() / 1000)} s]: ${line}\n`);
 const only = process.argv
   .find((arg) => arg.startsWith('--only='))
   ?.slice('--only='.length)
@@ -130,7 +141,29 @@ const benchmarks = {
       `(h) notifications: ${n.notifications} over ${n.threads} threads, one per call, ${n.concurrency} in flight, ` +
         `dedupe keys in runs of ${n.dedupeRun}, digest window ${n.digestWindowMs} ms…`,
     );
-    return { notifications: await benchNotifications(env, n, progress) };
+    progress(`  floor: update-with-start accept-only, same shape…`);
+    const floor = await floorIngest(env.floor, {
+      label: `${n.threads} workflows, update-with-start, accept only`,
+      via: 'update-with-start',
+      workflows: n.threads,
+      inputs: n.notifications,
+      concurrency: n.concurrency,
+      maxSeconds: n.maxSeconds,
+    });
+    const notifications = await benchNotifications(env, n, progress);
+    const p = sizes.pacedNotifications;
+    progress(`(h2) notifications paced at ${p.ratePerSecond}/s: ${p.notifications} over ${p.threads} threads…`);
+    const paced = await benchNotifications(env, { ...n, ...p }, progress);
+    return { notifications: { ...notifications, floor, paced } };
+  },
+  http: async (env: BenchEnv) => {
+    progress('(i) HTTP gateway vs in-process client…');
+    return { http: await benchHttp(env, sizes.http, progress) };
+  },
+  memory: async (env: BenchEnv) => {
+    const m = sizes.memory;
+    progress(`(j) worker memory: ${m.threads} idle threads in a worker process caching half of them…`);
+    return { memory: await benchMemory(env, m, progress) };
   },
 };
 
@@ -143,6 +176,7 @@ if (unknown.length > 0) {
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
 
 const loadAtStart = os.loadavg();
+const startedAt = performance.now();
 progress('starting the dev server, model server and worker…');
 const env = await startBenchEnv();
 try {
@@ -162,6 +196,8 @@ try {
     const { gatewayBus } = await benchmarks['gateway-bus'](env);
     const { stateIngest } = await benchmarks['state-ingest'](env);
     const { notifications } = await benchmarks.notifications(env);
+    const { http } = await benchmarks.http(env);
+    const { memory } = await benchmarks.memory(env);
 
     const results: BenchResults = {
       machine: {
@@ -185,11 +221,19 @@ try {
       gatewayBus,
       stateIngest,
       notifications,
+      http,
+      memory,
+      durationSeconds: Math.round((performance.now() - startedAt) / 1000),
+      floorWorkerSettings: env.floor.sharedSettings,
     };
-    process.stdout.write(`${JSON.stringify({ ...results, targets }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ ...results, targets: evaluateTargets(results) }, null, 2)}\n`);
     await writeFile(reportPath, renderReport(results));
     progress(`wrote ${reportPath}`);
   }
+} catch (err) {
+  // Printed before the clean-up: a retry timer of a closed connection can end the process first.
+  progress(`failed: ${(err as Error).stack ?? err}`);
+  throw err;
 } finally {
   await env.close();
 }

@@ -22,7 +22,6 @@ import {
   makeGrpcRetryInterceptor,
   type WorkflowClient,
 } from '@temporalio/client';
-import { defaultPayloadConverter } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import type { ThreadEvent } from '../protocol/events';
 import type { ThreadTarget } from '../protocol/schemas';
@@ -30,7 +29,8 @@ import { threadKey } from '../protocol/ids';
 import { defaultThreadConfig } from '../protocol/thread-config';
 import { connect, type AgentClient } from '../client/connect';
 import { wallClock, workerLog, type BenchEnv } from './env';
-import { countClientErrors, eventTypeName, historyChain, mapLimit } from './temporal-helpers';
+import { floorIngest, type FloorIngestCase } from './floor/ingest';
+import { countClientErrors, eventTypeName, historyChain, inputEvents, mapLimit } from './temporal-helpers';
 import { summarize, type Summary } from './stats';
 
 export interface IngestSizes {
@@ -99,8 +99,8 @@ export interface Verification {
   expectedMessageCount: number;
   /** The stored message ids are the newest accepted inputs, in acceptance (history) order, each once. */
   storedIdsMatch: boolean;
-  /** One thread: every accepted signal's `persisted` echo reached a subscriber exactly once (null: not checked). */
-  echoesExactlyOnce: boolean | null;
+  /** Every accepted signal's `persisted` echo reached its thread's subscriber exactly once. */
+  echoesExactlyOnce: boolean;
   /** No model request was made: nothing woke. */
   noModelRequests: boolean;
   ok: boolean;
@@ -108,6 +108,8 @@ export interface Verification {
 }
 
 export interface IngestCase {
+  /** What an active thread would do with the input; `persist` on both sides makes the answer independent of state. */
+  ifActive: 'persist' | 'deliver';
   threads: number;
   /** Signals sent; fewer than `planned` when the case hit its time budget. */
   signals: number;
@@ -116,6 +118,8 @@ export interface IngestCase {
   concurrency: number;
   durationMs: number;
   signalsPerSecond: number;
+  /** Inputs handled per second: first call → the last input's handling workflow task completed (history). */
+  handledPerSecond: number;
   acceptLatency: Summary;
   /** Many threads: the first signal to each thread (update-with-start creates its workflow) vs the later ones. */
   firstToThreadLatency?: Summary;
@@ -147,7 +151,12 @@ export interface SignalIngestResult {
   continueAsNewAfterEvents: number;
   oneThread: IngestCase;
   oneThreadBelowCap: IngestCase;
+  /** Persist-only signals (`ifIdle` and `ifActive` both `persist`): the answer does not depend on the thread's state. */
   manyThreads: IngestCase;
+  /** `ifIdle: persist`, `ifActive: deliver`: the answer depends on the thread's state (idle here, so `persist`). */
+  manyThreadsStateDependent: IngestCase;
+  /** The bare-Temporal floor of each shape, run between the Threadline cases (bench/floor/ingest.ts). */
+  floor: { oneWorkflow: FloorIngestCase; manyByUpdate: FloorIngestCase; manyBySignal: FloorIngestCase };
 }
 
 interface Sent {
@@ -173,15 +182,18 @@ export async function benchSignalIngest(
   const tag = randomUUID().slice(0, 8);
   const one: ThreadTarget[] = [{ resourceId: 'bench', threadId: `ingest-one-${tag}` }];
   const oneBelowCap: ThreadTarget[] = [{ resourceId: 'bench', threadId: `ingest-one-below-cap-${tag}` }];
-  const many: ThreadTarget[] = Array.from({ length: sizes.threads }, (_, k) => ({
-    resourceId: 'bench',
-    threadId: `ingest-many-${tag}-${k}`,
-  }));
+  const manyOf = (kind: string): ThreadTarget[] =>
+    Array.from({ length: sizes.threads }, (_, k) => ({ resourceId: 'bench', threadId: `ingest-${kind}-${tag}-${k}` }));
   const rpcs = new Map<string, number>();
   const instrumented = await instrumentedClient(env, rpcs);
   const ingest: Ingest = { env, agent: instrumented.agent, workflow: instrumented.workflow, rpcs, progress };
   try {
-    return await runCases(ingest, sizes, { one, oneBelowCap, many });
+    return await runCases(ingest, sizes, {
+      one,
+      oneBelowCap,
+      many: manyOf('many'),
+      manyDependent: manyOf('many-dependent'),
+    });
   } finally {
     await instrumented.close();
   }
@@ -199,12 +211,58 @@ interface Ingest {
 async function runCases(
   ingest: Ingest,
   sizes: IngestSizes,
-  { one, oneBelowCap, many }: { one: ThreadTarget[]; oneBelowCap: ThreadTarget[]; many: ThreadTarget[] },
+  {
+    one,
+    oneBelowCap,
+    many: manyTargets,
+    manyDependent,
+  }: { one: ThreadTarget[]; oneBelowCap: ThreadTarget[]; many: ThreadTarget[]; manyDependent: ThreadTarget[] },
 ): Promise<SignalIngestResult> {
   const budgetMs = sizes.maxSecondsPerCase * 1000;
+  const { floor } = ingest.env;
+  const floorCase = (
+    label: string,
+    via: 'update-with-start' | 'signal-with-start',
+    workflows: number,
+    inputs: number,
+  ) => {
+    ingest.progress(`  floor: ${label}…`);
+    const continueAsNewAfter = workflows === 1 ? defaultThreadConfig.maxUpdatesPerExecution : 0;
+    return floorIngest(floor, {
+      label,
+      via,
+      workflows,
+      inputs,
+      concurrency: sizes.concurrency,
+      continueAsNewAfter,
+      maxSeconds: sizes.maxSecondsPerCase,
+    });
+  };
+  const oneWorkflow = await floorCase('one workflow, update-with-start', 'update-with-start', 1, sizes.oneThread);
   const oneThread = await ingestCase(ingest, one, sizes.oneThread, sizes.concurrency, budgetMs);
   const oneThreadBelowCap = await ingestCase(ingest, oneBelowCap, sizes.oneThread, sizes.belowCapConcurrency, budgetMs);
-  const manyThreads = await ingestCase(ingest, many, sizes.manyThreads, sizes.concurrency, budgetMs);
+  const many = `${sizes.threads.toLocaleString('en-US')} workflows`;
+  const manyByUpdate = await floorCase(
+    `${many}, update-with-start`,
+    'update-with-start',
+    sizes.threads,
+    sizes.manyThreads,
+  );
+  const manyThreadsStateDependent = await ingestCase(
+    ingest,
+    manyDependent,
+    sizes.manyThreads,
+    sizes.concurrency,
+    budgetMs,
+    'deliver',
+  );
+  const manyBySignal = await floorCase(
+    `${many}, signal-with-start`,
+    'signal-with-start',
+    sizes.threads,
+    sizes.manyThreads,
+  );
+  const manyThreads = await ingestCase(ingest, manyTargets, sizes.manyThreads, sizes.concurrency, budgetMs);
   return {
     concurrency: sizes.concurrency,
     maxSecondsPerCase: sizes.maxSecondsPerCase,
@@ -215,6 +273,8 @@ async function runCases(
     oneThread,
     oneThreadBelowCap,
     manyThreads,
+    manyThreadsStateDependent,
+    floor: { oneWorkflow, manyByUpdate, manyBySignal },
   };
 }
 
@@ -224,13 +284,14 @@ async function ingestCase(
   planned: number,
   concurrency: number,
   budgetMs: number,
+  ifActive: IngestCase['ifActive'] = 'persist',
 ): Promise<IngestCase> {
   const modelRequestsBefore = env.probe.server.requests.length;
   rpcs.clear();
   const workerLogBefore = new Map(workerLog);
   const clientErrors = countClientErrors(workflow);
-  // One thread: a subscriber counts the `persisted` echoes (the bus retains 10,000 events per thread).
-  const echoes = targets.length === 1 ? collectEchoes(env, targets[0]) : null;
+  // A subscriber per thread counts the `persisted` echoes (the bus retains 10,000 events per thread).
+  const echoes = collectEchoes(env, targets);
   const sent: Sent[] = [];
   const idPrefix = `ingest-${randomUUID().slice(0, 8)}`;
   const cpuBefore = cpuSnapshot();
@@ -258,7 +319,7 @@ async function ingestCase(
             contents: `ingest ${index} `.padEnd(contentsBytes, '.'),
             attributes: { source: 'bench', seq: String(index) },
           },
-          { ...targets[thread], ifIdle: { behavior: 'persist' }, ifActive: { behavior: 'persist' } },
+          { ...targets[thread], ifIdle: { behavior: 'persist' }, ifActive: { behavior: ifActive } },
           { id: record.id },
         );
         Object.assign(record, { signalId: result.signalId, action: result.action, duplicate: !!result.duplicate });
@@ -284,7 +345,13 @@ async function ingestCase(
   const durationMs = lastEnd - firstStart;
   const ok = sent.filter((s) => !s.error);
 
-  const chains = await mapLimit(targets, 32, (target) => executionChain(env, target));
+  // An input is handled once a workflow task has run with it (an update: when accepted; a signal: the next task).
+  const readChains = () => mapLimit(targets, 32, (target) => executionChain(env, target));
+  let chains = await readChains();
+  const unhandled = () => chains.flat().some((x) => x.handledAt.some(Number.isNaN));
+  for (const deadline = Date.now() + 60_000; unhandled() && Date.now() < deadline; chains = await readChains()) {
+    await sleep(250);
+  }
   const verification = await verify(env, targets, sent, chains, echoes, modelRequestsBefore);
   // Up to here: the sends, continue-as-new and the checks' queries (one thread: all stored messages in one answer).
   const caseLog = Object.fromEntries(
@@ -294,7 +361,11 @@ async function ingestCase(
     }),
   );
   const history = historyStats(chains.flat());
+  const handledAt = chains.flat().flatMap((x) => x.handledAt.filter(Number.isFinite));
+  const lastHandled = Math.max(...handledAt);
+  const handled = handledAt.length;
   const result: IngestCase = {
+    ifActive,
     threads: targets.length,
     signals,
     planned,
@@ -302,6 +373,7 @@ async function ingestCase(
     concurrency,
     durationMs: round(durationMs),
     signalsPerSecond: round((ok.length / durationMs) * 1000),
+    handledPerSecond: round((handled / (lastHandled - wallClock(firstStart))) * 1000),
     acceptLatency: summarize(ok.map((s) => s.end - s.start)),
     rateByTenth: rateByTenth(ok, firstStart, durationMs),
     cpuSeconds: {
@@ -339,7 +411,7 @@ async function instrumentedClient(
         next(metadata, {
           onReceiveStatus(status, nextStatus) {
             const method = String(options.method_definition.path).split('/').pop();
-            if (method === 'ExecuteMultiOperation' || method === 'UpdateWorkflowExecution') {
+            if (method && inputMethods.has(method)) {
               const key = status.code === grpc.status.OK ? 'OK' : describeStatus(status);
               rpcs.set(key, (rpcs.get(key) ?? 0) + 1);
             }
@@ -356,6 +428,14 @@ async function instrumentedClient(
   const client = await connect({ client: temporal, bus: env.client.bus, taskQueue: env.client.taskQueue });
   return { agent: client.agent(env.agent.agentId), workflow: temporal.workflow, close: () => connection.close() };
 }
+
+/** The RPCs that carry an input to a thread: update(-with-start) and signal(-with-start). */
+const inputMethods = new Set([
+  'ExecuteMultiOperation',
+  'UpdateWorkflowExecution',
+  'SignalWithStartWorkflowExecution',
+  'SignalWorkflowExecution',
+]);
 
 /**
  * `CODE: message` of a failed RPC. Update-with-start wraps the update's own status in a MultiOperationExecutionFailure
@@ -382,21 +462,30 @@ function describeStatus(status: grpc.StatusObject): string {
   return `${grpc.status[code] ?? code}: ${message}`.slice(0, 140);
 }
 
-/** The ids of the `persisted` echoes a subscriber sees on `target`, in order, until `stop()`. */
-function collectEchoes(env: BenchEnv, target: ThreadTarget): { ids: string[]; stop(): void } {
-  const sub = env.agent.subscribeToThread(target);
-  const ids: string[] = [];
-  void (async () => {
-    try {
-      for await (const event of sub.stream) {
-        const payload = (event as ThreadEvent).payload as { id?: string; persisted?: boolean } | undefined;
-        if (event.type === 'data-signal' && payload?.persisted && payload.id) ids.push(payload.id);
+interface Echoes {
+  /** Per thread, the ids of the `persisted` echoes its subscriber saw, in order. */
+  ids: string[][];
+  stop(): void;
+}
+
+/** A subscriber per thread, collecting the ids of the `persisted` echoes it sees until `stop()`. */
+function collectEchoes(env: BenchEnv, targets: ThreadTarget[]): Echoes {
+  const subs = targets.map((target) => env.agent.subscribeToThread(target));
+  const ids = subs.map((sub) => {
+    const mine: string[] = [];
+    void (async () => {
+      try {
+        for await (const event of sub.stream) {
+          const payload = (event as ThreadEvent).payload as { id?: string; persisted?: boolean } | undefined;
+          if (event.type === 'data-signal' && payload?.persisted && payload.id) mine.push(payload.id);
+        }
+      } catch {
+        // Unsubscribed.
       }
-    } catch {
-      // Unsubscribed.
-    }
-  })();
-  return { ids, stop: () => sub.unsubscribe() };
+    })();
+    return mine;
+  });
+  return { ids, stop: () => subs.forEach((sub) => sub.unsubscribe()) };
 }
 
 async function verify(
@@ -404,7 +493,7 @@ async function verify(
   targets: ThreadTarget[],
   sent: Sent[],
   chains: Execution[][],
-  echoes: { ids: string[]; stop(): void } | null,
+  echoes: Echoes,
   modelRequestsBefore: number,
 ): Promise<Verification> {
   const problems: string[] = [];
@@ -439,26 +528,29 @@ async function verify(
     historyExactlyOnce &&= missing.length === 0 && strangers.length === 0 && repeated === 0;
   });
 
-  // The persisted echoes (one thread): each accepted signal exactly once.
-  let echoesExactlyOnce: boolean | null = null;
-  if (echoes) {
-    const expected = new Set(accepted[0]);
-    const deadline = Date.now() + 30_000;
-    while (echoes.ids.length < expected.size && Date.now() < deadline) await sleep(20);
-    await sleep(200); // Anything extra (a duplicate) would arrive right behind.
-    echoes.stop();
-    const unique = new Set(echoes.ids);
-    echoesExactlyOnce =
-      echoes.ids.length === expected.size &&
-      unique.size === echoes.ids.length &&
-      [...unique].every((id) => expected.has(id));
-    if (!echoesExactlyOnce) {
-      const missing = [...expected].filter((id) => !unique.has(id)).length;
-      problems.push(
-        `${echoes.ids.length} persisted echoes for ${expected.size} accepted signals: ` +
-          `${echoes.ids.length - unique.size} repeated, ${missing} never echoed`,
-      );
-    }
+  // The persisted echoes: each accepted signal exactly once, on its own thread.
+  const expectedEchoes = accepted.reduce((sum, ids) => sum + ids.length, 0);
+  const echoed = () => echoes.ids.reduce((sum, ids) => sum + ids.length, 0);
+  const deadline = Date.now() + 30_000;
+  while (echoed() < expectedEchoes && Date.now() < deadline) await sleep(20);
+  await sleep(200); // Anything extra (a duplicate) would arrive right behind.
+  echoes.stop();
+  let repeated = 0;
+  let neverEchoed = 0;
+  let strangers = 0;
+  accepted.forEach((ids, k) => {
+    const expected = new Set(ids);
+    const unique = new Set(echoes.ids[k]);
+    repeated += echoes.ids[k].length - unique.size;
+    neverEchoed += [...expected].filter((id) => !unique.has(id)).length;
+    strangers += [...unique].filter((id) => !expected.has(id)).length;
+  });
+  const echoesExactlyOnce = repeated === 0 && neverEchoed === 0 && strangers === 0;
+  if (!echoesExactlyOnce) {
+    problems.push(
+      `${echoed()} persisted echoes for ${expectedEchoes} accepted signals: ${repeated} repeated, ` +
+        `${neverEchoed} never echoed, ${strangers} on the wrong thread or unknown`,
+    );
   }
 
   // Thread state and stored ids: a thread keeps its newest `maxStoredMessages` messages, in acceptance order.
@@ -510,8 +602,10 @@ interface Execution {
   /** Bytes of the input the execution continued as new with (the thread snapshot); NaN if it did not. */
   continuedWithBytes: number;
   events: RawHistoryEvent[];
-  /** The input id of each `WorkflowExecutionUpdateAccepted`, in order. */
+  /** The input id of each accepted update or signal, in order. */
   acceptedIds: string[];
+  /** When a workflow task had handled each of them (server clock), in the same order. */
+  handledAt: number[];
 }
 
 interface RawHistoryEvent {
@@ -528,10 +622,8 @@ async function executionChain(env: BenchEnv, target: ThreadTarget): Promise<Exec
       raw.find((e) => e.workflowExecutionContinuedAsNewEventAttributes)?.workflowExecutionContinuedAsNewEventAttributes
         ?.input?.payloads,
     ),
-    acceptedIds: raw.flatMap((e) => {
-      const payload = e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.args?.payloads?.[0];
-      return payload ? [defaultPayloadConverter.fromPayload<{ id: string }>(payload).id] : [];
-    }),
+    acceptedIds: inputEvents(raw).map((input) => input.id ?? '(no id)'),
+    handledAt: inputEvents(raw).map((input) => input.handledAt),
     events: raw.map((e) => ({
       type: eventTypeName(e),
       at: Number(e.eventTime?.seconds ?? 0) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6,
@@ -550,6 +642,7 @@ const expectedTypes = new Set([
   'WorkflowTaskCompleted',
   'WorkflowExecutionUpdateAccepted',
   'WorkflowExecutionUpdateCompleted',
+  'WorkflowExecutionSignaled',
   'MarkerRecorded',
   'ActivityTaskScheduled',
   'ActivityTaskStarted',

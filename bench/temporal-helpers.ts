@@ -4,6 +4,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { isGrpcServiceError, type WorkflowClient, type WorkflowHandle } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 
 export type HistoryEvent = NonNullable<Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['events']>[number];
 
@@ -65,4 +66,59 @@ export async function mapLimit<T, R>(
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
   return out;
+}
+
+/** Epoch milliseconds of a history event (server clock). */
+export const eventTime = (event: HistoryEvent): number =>
+  Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6;
+
+/** An input as one execution's history has it: an accepted update or a signal, and when a workflow task handled it. */
+export interface InputEvent {
+  kind: 'update' | 'signal';
+  /** The `id` (or the floor's `marker`) of the input's first argument; undefined when it has none. */
+  id: string | undefined;
+  at: number;
+  /**
+   * When the workflow code had run with it: an update is recorded as accepted when the workflow task that ran its
+   * handler completes, so at its own time; a signal at the first `WorkflowTaskCompleted` after it (NaN: none yet).
+   */
+  handledAt: number;
+}
+
+/** Every accepted update and every signal of one execution's history, in order. */
+export function inputEvents(events: HistoryEvent[]): InputEvent[] {
+  const inputs: InputEvent[] = [];
+  let unhandled: InputEvent[] = [];
+  for (const event of events) {
+    const update = event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.args?.payloads;
+    const signal = event.workflowExecutionSignaledEventAttributes?.input?.payloads;
+    if (update || signal) {
+      const at = eventTime(event);
+      const input: InputEvent = {
+        kind: update ? 'update' : 'signal',
+        id: idOf((update ?? signal)?.[0]),
+        at,
+        handledAt: NaN,
+      };
+      if (update) input.handledAt = at;
+      else unhandled.push(input);
+      inputs.push(input);
+    } else if (event.workflowTaskCompletedEventAttributes) {
+      for (const input of unhandled) input.handledAt = eventTime(event);
+      unhandled = [];
+    }
+  }
+  return inputs;
+}
+
+function idOf(payload: Parameters<typeof defaultPayloadConverter.fromPayload>[0] | undefined): string | undefined {
+  if (!payload) return undefined;
+  try {
+    const value = defaultPayloadConverter.fromPayload<Record<string, unknown> | null>(payload);
+    const nested = value?.input as Record<string, unknown> | undefined;
+    const id = value?.id ?? value?.marker ?? nested?.id;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  }
 }

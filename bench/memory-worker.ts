@@ -1,0 +1,84 @@
+/**
+ * A Threadline worker as a process of its own, for bench/memory.ts: the RSS it reports is the worker's alone. It
+ * runs `createWorker` as the bench does (in-process bus, the bench agent, the scripted model), with the workflow
+ * cache sized by the parent (once it is full, the worker evicts the least recently used workflow for each new one),
+ * and answers the parent's messages (IPC):
+ *
+ *   { type: 'measure' }  → { type: 'measured', rss, heapUsed, external, cached, busy } after two full GCs
+ *   { type: 'exit' }     → shuts down and exits
+ *
+ * Settings (environment): TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE, MODEL_URL, WORKFLOW_BUNDLE (a bundle's code file),
+ * MAX_CACHED_WORKFLOWS. Run with `--expose-gc`.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { MemoryBus } from '../bus/memory';
+import { createWorker, type ThreadlineWorker } from '../worker/index';
+import { benchAgent } from './agent';
+
+export type MemoryWorkerRequest = { type: 'measure' } | { type: 'exit' };
+export type MemoryWorkerReply =
+  | { type: 'ready'; maxCachedWorkflows: number }
+  | { type: 'measured'; rss: number; heapUsed: number; external: number; cached: number; busy: number };
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: bench/memory.ts starts this process with it.`);
+  return value;
+}
+
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) throw new Error('Run bench/memory-worker.ts with node --expose-gc.');
+const send = (reply: MemoryWorkerReply) => process.send!(reply);
+
+Runtime.install({
+  logger: new DefaultLogger('WARN', (entry) =>
+    process.stderr.write(`memory worker ${entry.level}: ${entry.message}\n`),
+  ),
+  telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } },
+  shutdownSignals: [],
+});
+
+const worker: ThreadlineWorker = await createWorker({
+  agents: [benchAgent],
+  bus: new MemoryBus(),
+  address: required('TEMPORAL_ADDRESS'),
+  taskQueue: required('TEMPORAL_TASK_QUEUE'),
+  models: { openaiBaseUrl: required('MODEL_URL'), openaiApiKey: 'bench' },
+  workflowBundle: { codePath: required('WORKFLOW_BUNDLE') },
+  shutdownGraceTimeMs: 1_000,
+  worker: { maxCachedWorkflows: Number(required('MAX_CACHED_WORKFLOWS')) },
+});
+const running = worker.run();
+
+async function measure(): Promise<MemoryWorkerReply> {
+  gc!();
+  await sleep(50);
+  gc!();
+  const { rss, heapUsed, external } = process.memoryUsage();
+  const status = worker.worker.getStatus();
+  return {
+    type: 'measured',
+    rss,
+    heapUsed,
+    external,
+    cached: status.numCachedWorkflows,
+    busy: status.numInFlightWorkflowActivations + status.numInFlightActivities,
+  };
+}
+
+process.on('message', (request: MemoryWorkerRequest) => {
+  void (async () => {
+    if (request.type === 'measure') send(await measure());
+    if (request.type === 'exit') {
+      await worker.shutdown();
+      await running.catch(() => undefined);
+      process.exit(0);
+    }
+  })().catch((err: Error) => {
+    process.stderr.write(`memory worker: ${err.stack}\n`);
+    process.exit(1);
+  });
+});
+
+send({ type: 'ready', maxCachedWorkflows: worker.worker.options.maxCachedWorkflows });
