@@ -10,6 +10,7 @@ import {
 import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions';
 import { NativeConnection, Worker, type InjectedSinks, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities';
+import { defaultStepWindowCacheLimits, StepWindowCache, type StepWindowCacheLimits } from '../activities/step-window';
 import { StepCancelNotices } from '../activities/cancel-notices';
 import { AgentRegistry, type AgentDefinition } from '../agents/agent';
 import { ModelResolver, type ModelSettings } from '../agents/models';
@@ -56,6 +57,11 @@ export interface CreateWorkerOptions {
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** How long shutdown waits for in-flight activities before handing them back (default 10 s). */
   shutdownGraceTimeMs?: number;
+  /**
+   * Bounds of the cache of each thread's latest step window (`activities/step-window.ts`; default 1,000 threads and
+   * 64 MiB). A miss costs the step a query to its workflow, never a wrong window.
+   */
+  stepWindowCache?: Partial<StepWindowCacheLimits>;
   worker?: Partial<WorkerOptions>;
 }
 
@@ -92,7 +98,13 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Thread
     taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
     activities: {
-      ...createActivities({ agents, bus: options.bus, models, cancelNotices }),
+      ...createActivities({
+        agents,
+        bus: options.bus,
+        models,
+        cancelNotices,
+        windows: new StepWindowCache({ ...defaultStepWindowCacheLimits, ...options.stepWindowCache }),
+      }),
       // Time travel (`threadline inspect`, `fork`): replays a thread's history with this worker's code and agents.
       ...inspectionActivities({ agents, models: modelSettings, workflowsPath }),
     },
