@@ -553,7 +553,12 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       thread.dispatchNotifications();
     }
   };
-  void dispatcher();
+  // A cancelled workflow (`temporal workflow cancel`) cancels every scope: the main loop's wait ends the execution as
+  // cancelled, and the dispatcher's must not be an unhandled rejection (it would fail every workflow task after).
+  // Anything else it throws stays unhandled: a bug fails the workflow task until a fixed worker replays it.
+  void dispatcher().catch((err: unknown) => {
+    if (!isCancellation(err)) throw err;
+  });
 
   const ready = () => thread.hasWork() || wantsContinueAsNew();
   for (;;) {

@@ -70,3 +70,17 @@ it('starts and answers a thread signalled with `temporal workflow signal-with-st
   ]);
   expect(stdout).toContain('"messageCount": 2');
 });
+
+it('ends as cancelled when the workflow is cancelled (`temporal workflow cancel`), not stuck failing its tasks', async () => {
+  const t = h.thread();
+  const agent = h.client.agent('tester');
+  const sub = agent.subscribeToThread(t);
+  const sent = await agent.sendMessage('hello', t);
+  await collectUntil(sub.stream, (e) => e.type === 'finish' && e.runId === sent.runId);
+  sub.unsubscribe();
+  const handle = h.temporal.workflow.getHandle(threadKey(t.resourceId, t.threadId));
+  await handle.cancel();
+  await expect.poll(async () => (await handle.describe()).status.name, { timeout: 20_000 }).toBe('CANCELLED');
+  const history = await handle.fetchHistory();
+  expect(history.events!.filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
+});
