@@ -295,6 +295,8 @@ describe('where the environment is read', () => {
       'worker/start.ts',
       'worker/cli.ts',
       'worker/temporal-cli.ts', // its own `npm run temporal:setup` entry, and the default of an `env` option
+      'worker/temporal-server.ts', // the same for the production Temporal server's build (an entry, an `env` default)
+      'worker/go-build.ts', // the default of the `env` option both builds pass on
       'worker/setup.ts', // `threadline setup`'s own entry (the compose file's setup service)
       'gateway/main.ts',
       'client/connect.ts', // connect() without a client: documented
