@@ -219,6 +219,15 @@ export class ThreadlineClient {
 
   /** Waits and answers true for the transient refusals worth resending; maps update rejections to client errors. */
   private async retryableUpdateError(err: unknown, attempt: number): Promise<boolean> {
+    // The ingress check counts the dev server's 1,000 bytes; a server on SQL storage allows fewer (PostgreSQL: 255,
+    // `limit.maxIDLength`). Its refusal is the caller's input, not a server error, and nothing was started.
+    if (/WorkflowId length exceeds limit/i.test(messagesOf(err))) {
+      throw new ValidationError(
+        'Invalid input: threadId: the workflow id made from resourceId and threadId (percent-encoded) is longer ' +
+          'than this Temporal server accepts (limit.maxIDLength; 255 bytes on PostgreSQL). Use shorter ids.',
+        { cause: err },
+      );
+    }
     if (err instanceof WorkflowUpdateFailedError) {
       const message = (err.cause as Error | undefined)?.message ?? err.message;
       if (/wasn't processed by worker/.test(message) && attempt < 20) {
@@ -555,6 +564,16 @@ function unchangedState(err: unknown, signalId: string): InputResult | null {
 
 function isNotFound(err: unknown): boolean {
   return err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === grpcStatus.NOT_FOUND);
+}
+
+/** An error's message with its causes' (a gRPC refusal arrives wrapped). */
+function messagesOf(err: unknown): string {
+  const messages: string[] = [];
+  for (let e = err as { message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
+    if (typeof e.message === 'string') messages.push(e.message);
+    e = e.cause as typeof e;
+  }
+  return messages.join(' | ');
 }
 
 function isRetryableRpc(err: unknown): boolean {
