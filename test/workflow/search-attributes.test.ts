@@ -171,11 +171,14 @@ describe('thread search attributes', () => {
       threadSearchAttributes.map((key) => key.name).sort(),
     );
     // The turn that crossed the boundary runs in the new execution: its run start changes the status (and the last
-    // input), nothing else.
-    const upserted = events.flatMap((e) =>
-      Object.keys(e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}),
+    // input, when the input arrived in this execution rather than in the snapshot), nothing else.
+    const upserted = new Set(
+      events.flatMap((e) =>
+        Object.keys(e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}),
+      ),
     );
-    expect(new Set(upserted)).toEqual(new Set(['ThreadlineStatus', 'ThreadlineLastInputAt']));
+    expect(upserted).toContain('ThreadlineStatus');
+    expect([...upserted].every((name) => ['ThreadlineStatus', 'ThreadlineLastInputAt'].includes(name))).toBe(true);
   });
 
   it('cost two history events in a one-step turn: one upsert when the run starts, one when it ends', async () => {
@@ -225,9 +228,8 @@ describe('Temporal UI summaries', () => {
         ? [converter.fromPayload<string>(e.userMetadata.summary)]
         : [],
     );
-    expect(summaries).toEqual(
-      expect.arrayContaining(['describe admin', 'step 1 · admin', 'tool deleteRepo', 'step 2 · admin']),
-    );
+    // No `describe admin`: the client started the thread with the agent's announced profile (docs/architecture.md).
+    expect(summaries).toEqual(expect.arrayContaining(['step 1 · admin', 'tool deleteRepo', 'step 2 · admin']));
     expect(summaries.some((s) => /^publish \d+ events?$/.test(s))).toBe(true);
   });
 });
