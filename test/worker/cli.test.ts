@@ -80,7 +80,9 @@ describe('threadline', () => {
   it('exits 2 on an unknown command or option, saying what exists', async () => {
     const unknown = await run(cli('serve'));
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toMatch(/Unknown command "serve"\. Commands: start, worker, gateway, .*config, .*history\./);
+    expect(unknown.stderr).toMatch(
+      /Unknown command "serve"\. Commands: start, worker, gateway, .*config, .*history, .*inspect, fork\./,
+    );
 
     const option = await run(cli('config', '--yaml'));
     expect(option.code).toBe(2);
