@@ -19,6 +19,7 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type LogEntry } from '@temporalio/worker';
 import { build } from 'esbuild';
 import { workflowsPath } from '../worker/index';
+import { replaySinks } from '../worker/replay-sinks';
 import { summarize, type Summary } from './stats';
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
@@ -149,7 +150,7 @@ async function replayMany(code: string, history: ReturnType<typeof historyFromJS
   }
   const times: number[] = [];
   let last = performance.now();
-  for await (const result of Worker.runReplayHistories({ workflowBundle: { code } }, histories())) {
+  for await (const result of Worker.runReplayHistories({ workflowBundle: { code }, sinks: replaySinks }, histories())) {
     if (result.error) throw result.error;
     const now = performance.now();
     times.push(now - last);

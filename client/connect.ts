@@ -42,7 +42,7 @@ import { subscribe, type ThreadSubscription } from './subscription';
 import { listThreads, type ThreadListFilters, type ThreadListOptions } from './thread-list';
 import { forkThread, inspectThreadStep, listThreadSteps } from './time-travel';
 import type { ForkRequest, StepList, StepPrompt } from '../protocol/time-travel';
-import { AgentProfiles } from './agent-profiles';
+import { AgentCatalog } from './agent-catalog';
 import { type SubscribeOptions } from '../protocol/api';
 import { threadKey } from '../protocol/ids';
 import { isFailureType, type FailureDetails, type FailureType } from '../protocol/failures';
@@ -136,8 +136,11 @@ export class ThreadlineClient {
   private readonly ownConnection: Connection | null;
   private readonly ownBus: EventBus | null;
   private readonly inFlight = new KeyedLimiter(8);
-  /** Agents' profiles as workers announced them: a new thread starts with its agent's, saving it a round trip. */
-  private readonly profiles = new AgentProfiles(() => this.bus.agents());
+  /**
+   * The agents workers announced on the bus, cached: a new thread starts with its agent's profile (saving it a round
+   * trip), and a gateway on this client lists and checks agents from the same cache.
+   */
+  readonly agents = new AgentCatalog(() => this.bus.agents());
 
   constructor(temporal: Client, options: ConnectOptions, ownConnection: Connection | null) {
     this.temporal = temporal;
@@ -174,7 +177,7 @@ export class ThreadlineClient {
   ): Promise<R> {
     const workflowId = threadKey(target.resourceId, target.threadId);
     const agentId = (arg as { agentId?: string }).agentId;
-    const profile = agentId ? await this.profiles.get(agentId) : undefined;
+    const profile = agentId ? await this.agents.profile(agentId) : undefined;
     const profiles = profile && agentId ? { [agentId]: profile } : undefined;
     const release = await this.inFlight.acquire(workflowId);
     try {

@@ -11,7 +11,7 @@ import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
-import { AgentDirectory, type AgentSource } from './agents';
+import { agentCatalog, type AgentSource } from './agents';
 import type { ThreadlineClient } from '../client/connect';
 import { PayloadTooLargeError, isRateLimitedError, isThreadlineError, isUnauthorizedError } from '../protocol/errors';
 import { defaultGatewaySettings, type GatewaySettings } from '../config/settings';
@@ -28,7 +28,7 @@ export interface GatewayOptions extends Partial<Omit<GatewaySettings, 'apiKeysSo
   client: ThreadlineClient;
   /** Where request lines and errors go (default: the process's logger, component `gateway`). */
   logger?: Logger;
-  /** The agents served: summaries (`summarizeAgents`), or a source asked for them (workers announce theirs on the bus). */
+  /** The agents served: summaries (`summarizeAgents`), or the catalog of those workers announce on the bus. */
   agents: AgentSource;
   /** SSE comment sent after this much silence, so proxies keep the stream open (default 25 s). */
   keepAliveMs?: number;
@@ -87,7 +87,7 @@ export function createGateway(options: GatewayOptions): Hono<GatewayEnv> {
     }),
   );
 
-  const agents = new AgentDirectory(options.agents);
+  const agents = agentCatalog(options.agents);
   const routes = gatewayRoutes({
     client,
     agents,

@@ -32,7 +32,7 @@ export async function runGateway(settings: Settings): Promise<void> {
   const server = await serveGateway({
     client,
     // Workers announce the agents they host on the bus; the gateway never loads agent code.
-    agents: () => client.listAgents(),
+    agents: client.agents,
     port: listen.port,
     hostname: listen.host,
     keepAliveMs: listen.keepAliveMs,

@@ -13,7 +13,7 @@
  *   (or `'none'`): forgetting the declaration fails every test instead of opening a hole.
  */
 import type { Context, Hono } from 'hono';
-import type { AgentDirectory } from './agents';
+import type { AgentCatalog } from '../client/agent-catalog';
 import { z } from 'zod';
 import { NotFoundError, UnauthorizedError, ValidationError } from '../protocol/errors';
 import { describeZodError, threadTargetSchema, type ThreadTarget } from '../protocol/schemas';
@@ -120,7 +120,7 @@ export function checkThreadSource(route: Route): void {
 }
 
 /** Registers a route on the app: agent check, body, query, thread authorization, then the handler. */
-export function registerRoute(app: Hono<GatewayEnv>, route: Route, agents: AgentDirectory): void {
+export function registerRoute(app: Hono<GatewayEnv>, route: Route, agents: AgentCatalog): void {
   checkThreadSource(route);
   const hasAgent = pathParams(route.path).includes('agentId');
   app.on(route.method.toUpperCase(), route.path, async (c) => {
@@ -157,7 +157,7 @@ function pathThread(c: Context): { resourceId?: string; threadId?: string } {
   return { resourceId: c.req.param('resourceId'), threadId: c.req.param('threadId') };
 }
 
-async function knownAgent(c: Context, agents: AgentDirectory): Promise<string> {
+async function knownAgent(c: Context, agents: AgentCatalog): Promise<string> {
   const id = c.req.param('agentId')!;
   if (!(await agents.has(id))) throw new NotFoundError(`Unknown agent "${id}". GET /api/agents lists the agents.`);
   return id;

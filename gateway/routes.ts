@@ -18,7 +18,8 @@
  */
 import type { Context } from 'hono';
 import { z } from 'zod';
-import { publicSummary, type AgentDirectory } from './agents';
+import type { AgentCatalog } from '../client/agent-catalog';
+import { publicSummary } from './agents';
 import type { SendResult, ThreadlineClient } from '../client/connect';
 import { ForbiddenError, NotFoundError, ValidationError } from '../protocol/errors';
 import {
@@ -53,7 +54,7 @@ import { authorizeTarget } from './auth';
 
 export interface RouteDeps extends StreamDeps {
   client: ThreadlineClient;
-  agents: AgentDirectory;
+  agents: AgentCatalog;
 }
 
 // `message` and `signal` are validated by the client (`client/inputs.ts`), whose errors name the exact field inside

@@ -34,6 +34,7 @@ import {
 import { INSPECTION_SINK, type StepCapture } from '../workflows/inspection';
 import type { InspectionActivities } from '../workflows/inspect-step';
 import { forkSnapshot } from './fork';
+import { replaySinks } from './replay-sinks';
 
 const require = createRequire(import.meta.url);
 const inspectionInterceptors = require.resolve('../workflows/inspection.ts');
@@ -176,6 +177,7 @@ export async function replayExecution(workflowsPath: string, execution: ChainExe
   const { historyFromJSON } = await import('@temporalio/common/lib/proto-utils');
   const captures: StepCapture[] = [];
   const sinks = {
+    ...replaySinks,
     [INSPECTION_SINK]: {
       capture: { fn: (_info: unknown, capture: StepCapture) => void captures.push(capture), callDuringReplay: true },
     },

@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { replaySinks } from '../../worker/replay-sinks';
 import { RedisBus } from '../../bus/redis';
 import type { ThreadEvent } from '../../protocol/events';
 import type { StoredMessage } from '../../protocol/messages';
@@ -110,8 +111,12 @@ describe('the replay check', () => {
     for (const file of files) {
       const history = historyFromJSON(JSON.parse(await readFile(join(historiesDir, file), 'utf8')));
       // What test/replay/replay.test.ts does, against each candidate bundle instead of the checkout's.
-      await Worker.runReplayHistory({ workflowBundle: { codePath: bundles.gated } }, history, file);
-      const ungated = Worker.runReplayHistory({ workflowBundle: { codePath: bundles.ungated } }, history, file);
+      await Worker.runReplayHistory({ workflowBundle: { codePath: bundles.gated }, sinks: replaySinks }, history, file);
+      const ungated = Worker.runReplayHistory(
+        { workflowBundle: { codePath: bundles.ungated }, sinks: replaySinks },
+        history,
+        file,
+      );
       await expect(ungated, file).rejects.toMatchObject({
         name: 'DeterminismViolationError',
         message: expect.stringMatching(
@@ -427,6 +432,8 @@ async function rollbackCheck(threads: DrillThreads): Promise<void> {
       executions: [
         {
           divergence: {
+            eventType: 'MarkerRecorded',
+            name: SETTLE_PATCH_ID,
             message: expect.stringContaining(
               `Non-deprecated patch marker encountered for change ${SETTLE_PATCH_ID}, but there is no corresponding change command`,
             ),

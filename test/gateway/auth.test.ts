@@ -3,7 +3,7 @@
  * every route that names another resource's thread (streams included) with nothing changed, `*` keys, local
  * development mode, key settings from the environment or a file, and CORS for the browser SDK.
  */
-import { AgentDirectory } from '../../gateway/agents';
+import { AgentCatalog } from '../../client/agent-catalog';
 import { summarizeAgents } from '../../agents/summary';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
@@ -394,7 +394,7 @@ describe('routes added later', () => {
   it('cannot forget to authorize: a route naming a thread must declare where, or the gateway does not start', () => {
     const app = new Hono();
     const register = (spec: Parameters<typeof defineRoute>[0]) =>
-      registerRoute(app as never, defineRoute(spec), new AgentDirectory([]));
+      registerRoute(app as never, defineRoute(spec), AgentCatalog.of([]));
     const handle = () => new Response();
     expect(() =>
       register({

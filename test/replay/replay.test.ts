@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, inject, it } from 'vitest';
+import { replaySinks } from '../../worker/replay-sinks';
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), 'histories');
 const files = (await readdir(dir)).filter((f) => f.endsWith('.json'));
@@ -19,6 +20,10 @@ describe('replay of recorded histories', () => {
 
   it.each(files)('%s replays without nondeterminism', async (file) => {
     const history = historyFromJSON(JSON.parse(await readFile(join(dir, file), 'utf8')));
-    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, file);
+    await Worker.runReplayHistory(
+      { workflowBundle: { codePath: inject('workflowBundlePath') }, sinks: replaySinks },
+      history,
+      file,
+    );
   });
 });

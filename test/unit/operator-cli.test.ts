@@ -96,10 +96,7 @@ describe('divergence', () => {
   it('bisects by workflow task and picks the event the message names in the first failing task', async () => {
     // Tasks start at events 3, 9 and 15; the replay fails once it reaches the activity 'b' of the second task.
     const events = [
-      event(1, 'WORKFLOW_EXECUTION_STARTED'),
-      event(2, 'WORKFLOW_TASK_SCHEDULED'),
-      event(3, 'WORKFLOW_TASK_STARTED'),
-      event(4, 'WORKFLOW_TASK_COMPLETED'),
+      ...firstTask(),
       activity(5, 'a'),
       event(6, 'ACTIVITY_TASK_STARTED'),
       event(7, 'ACTIVITY_TASK_COMPLETED'),
@@ -140,7 +137,41 @@ describe('divergence', () => {
     expect(stated).toMatchObject({ eventId: 7, eventType: 'ActivityTaskCompleted' });
     expect(replayed).toEqual([]);
   });
+
+  it("names the patch marker for core's error on a patch the code no longer asks for", async () => {
+    const marker = (id: number, patch: string) =>
+      event(id, 'MARKER_RECORDED', {
+        markerRecordedEventAttributes: {
+          markerName: 'core_patch',
+          details: {
+            'patch-data': {
+              payloads: [{ data: Buffer.from(JSON.stringify({ id: patch, deprecated: false })).toString('base64') }],
+            },
+          },
+        },
+      });
+    const events = [...firstTask(), activity(5, 'a'), marker(6, 'other-change'), marker(7, 'settle-before-step')];
+    const message =
+      'Non-deprecated patch marker encountered for change settle-before-step, but there is no corresponding change command!';
+    const replay = async (prefix: JsonEvent[]) => (prefix.length >= 7 ? new Error('diverged') : undefined);
+    expect(await locateDivergence(events, new Error(sdkMessage(message)), replay)).toEqual({
+      eventId: 7,
+      eventType: 'MarkerRecorded',
+      name: 'settle-before-step',
+      message,
+    });
+  });
 });
+
+/** Events 1–4: the execution starts and its first workflow task completes. */
+function firstTask(): JsonEvent[] {
+  return [
+    event(1, 'WORKFLOW_EXECUTION_STARTED'),
+    event(2, 'WORKFLOW_TASK_SCHEDULED'),
+    event(3, 'WORKFLOW_TASK_STARTED'),
+    event(4, 'WORKFLOW_TASK_COMPLETED'),
+  ];
+}
 
 function event(id: number, type: string, attributes: Record<string, unknown> = {}): JsonEvent {
   return { eventId: String(id), eventType: `EVENT_TYPE_${type}`, ...attributes };

@@ -7,6 +7,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { replaySinks } from '../../worker/replay-sinks';
 import { defineAgent } from '../../agents/agent';
 import { createNotificationInboxTool, NOTIFICATION_INBOX_TOOL } from '../../agents/tools/notification-inbox';
 import type { ThreadEvent } from '../../protocol/events';
@@ -461,7 +462,10 @@ describe('volume', () => {
         const previous = await new Client({ connection: wide }).workflow
           .getHandle(handle.workflowId, previousRunId!)
           .fetchHistory();
-        await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, previous);
+        await Worker.runReplayHistory(
+          { workflowBundle: { codePath: inject('workflowBundlePath') }, sinks: replaySinks },
+          previous,
+        );
       } finally {
         await wide.close();
       }

@@ -33,7 +33,7 @@ export async function locateDivergence(events: JsonEvent[], error: Error, replay
   const byId = explicit === undefined ? undefined : events.find((e) => Number(e.eventId) === explicit);
   if (byId) return describe(byId, message);
   const window = await failingTask(events, replay);
-  const names = quotedNames(message);
+  const names = namesInMessage(message);
   const named = window.find((event) => eventNames(event).some((name) => names.includes(name)));
   // Without a name to go by: the first event the task's commands produced (after its WorkflowTaskCompleted).
   const completed = window.findIndex((e) => e.eventType === 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED');
@@ -53,8 +53,11 @@ export function explicitEventId(message: string): number | undefined {
   return match ? Number(match[1]) : undefined;
 }
 
-export function quotedNames(message: string): string[] {
-  return [...message.matchAll(/'([^']+)'/g)].map((m) => m[1]);
+/** What a message names: quoted names, and the patch of core's "patch marker encountered for change X, but …". */
+export function namesInMessage(message: string): string[] {
+  const quoted = [...message.matchAll(/'([^']+)'/g)].map((m) => m[1]);
+  const patch = /patch marker encountered for change (.+?), but/i.exec(message);
+  return patch ? [patch[1], ...quoted] : quoted;
 }
 
 /** `EVENT_TYPE_ACTIVITY_TASK_SCHEDULED` → `ActivityTaskScheduled`. */
@@ -66,7 +69,8 @@ export function eventTypeName(eventType: string): string {
 }
 
 /**
- * What an event names, its own name first: the activity or workflow type, timer id, signal, marker or update name.
+ * What an event names, its own name first: the activity or workflow type, timer id, signal, marker (a patch marker: its
+ * patch id first) or update name.
  * (Payloads are skipped: the names are in the attributes' plain fields.)
  */
 export function eventNames(event: JsonEvent): string[] {
@@ -76,6 +80,7 @@ export function eventNames(event: JsonEvent): string[] {
   const at = (...path: string[]) =>
     path.reduce<unknown>((value, step) => (value as Record<string, unknown> | undefined)?.[step], attributes);
   const names = [
+    at('markerName') === PATCH_MARKER ? patchId(at('details', 'patch-data', 'payloads', '0')) : undefined,
     at('activityType', 'name'),
     at('workflowType', 'name'),
     at('timerId'),
@@ -86,6 +91,20 @@ export function eventNames(event: JsonEvent): string[] {
     at('protocolInstanceId'),
   ];
   return names.filter((name): name is string => typeof name === 'string' && name !== '');
+}
+
+/** Core's marker for `patched()`: `{ id, deprecated }` under the `patch-data` key. */
+const PATCH_MARKER = 'core_patch';
+
+function patchId(payload: unknown): string | undefined {
+  const data = (payload as { data?: unknown } | undefined)?.data;
+  if (typeof data !== 'string') return undefined;
+  try {
+    const id = (JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { id?: unknown }).id;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

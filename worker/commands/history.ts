@@ -19,6 +19,7 @@ import {
   type ExportedExecution,
   type HistoryExport,
 } from './history-file';
+import { replaySinks } from '../replay-sinks';
 import { withSession } from './session';
 import {
   formatThreadName,
@@ -174,7 +175,8 @@ async function replayAll(
     : { code: (await bundleWorkflowCode({ workflowsPath: await workflowsPath(), logger: silent })).code };
   const replay = async (events: JsonEvent[]): Promise<Error | undefined> => {
     const histories = [{ workflowId, history: historyFromJSON({ events }) }];
-    for await (const result of Worker.runReplayHistories({ workflowBundle }, histories)) return result.error;
+    for await (const result of Worker.runReplayHistories({ workflowBundle, sinks: replaySinks }, histories))
+      return result.error;
     return undefined;
   };
   const outcomes: ReplayOutcome[] = [];
