@@ -1,41 +1,11 @@
 /**
  * The console's access to the gateway: the HTTP SDK (`http-client/`) with the user's key, plus the reads the SDK does
- * not have a method for (the thread list, the step timeline and a step's prompt), through its request function.
+ * not have a method for (the thread list, the step timeline), through its request function.
  */
 import { createHttpClient, isThreadlineHttpError, type ThreadlineHttpClient } from '../http-client';
 import type { ThreadListPage } from '../protocol/thread-list';
 import type { ThreadTarget } from '../protocol/schemas';
-
-/** One step of the thread-wide timeline (`GET /api/threads/:resourceId/:threadId/steps`). */
-export interface StepSummary {
-  /** Thread-wide step key: the `:step` of the prompt route. */
-  step: number;
-  runId: string;
-  /** The step's number within its run. */
-  stepNumber: number;
-  agentId: string;
-  status: 'completed' | 'failed' | 'cancelled' | 'running';
-  /** ISO 8601. */
-  startedAt?: string;
-  summary: string;
-}
-
-/** What the model saw at one step (`GET …/steps/:step/prompt`). */
-export interface StepPrompt {
-  step: number;
-  agentId: string;
-  model: string;
-  system: string;
-  /** By name: description and input schema. */
-  tools: Record<string, { description?: string; inputSchema?: unknown }>;
-  messages: { role: string; content: unknown }[];
-  settings?: Record<string, unknown>;
-  /** The provider request, its body byte for byte; null when the model is not one whose request can be rebuilt. */
-  request: { url: string; body: string } | null;
-  /** False when part of the prompt is not in the history. */
-  complete?: boolean;
-  notes?: string[];
-}
+import type { StepList, StepPrompt } from '../protocol/time-travel';
 
 export interface ThreadListQuery {
   status?: string;
@@ -84,12 +54,13 @@ export class ConsoleApi {
     return this.http.request('GET', '/threads', { query: { ...query }, retry: true });
   }
 
-  steps(target: ThreadTarget): Promise<{ steps: StepSummary[] }> {
+  /** Not the SDK's `listSteps`, which answers null on any 404: an older gateway without the route is told apart. */
+  steps(target: ThreadTarget): Promise<StepList> {
     return this.http.request('GET', `${threadPath(target)}/steps`, { retry: true });
   }
 
   stepPrompt(target: ThreadTarget, step: number): Promise<StepPrompt> {
-    return this.http.request('GET', `${threadPath(target)}/steps/${step}/prompt`, { retry: true });
+    return this.http.inspectStep(target, step);
   }
 }
 

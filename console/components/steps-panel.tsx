@@ -5,7 +5,8 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { threadKey } from '../../protocol/ids';
-import { describeError, isMissingRoute, type StepPrompt, type StepSummary } from '../api';
+import type { StepListing, StepPrompt } from '../../protocol/time-travel';
+import { describeError, isMissingRoute } from '../api';
 import { temporalWorkflowUrl } from '../config';
 import { useApp } from '../context';
 import { oneLine, pretty, time } from '../format';
@@ -25,7 +26,7 @@ export function StepsPanel({
 }) {
   const { api, config } = useApp();
   const changed = useStore(session.stepsChanged);
-  const [steps, setSteps] = useState<StepSummary[] | null>(null);
+  const [steps, setSteps] = useState<StepListing[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [missing, setMissing] = useState(false);
   const workflowUrl = temporalWorkflowUrl(config, threadKey(session.target.resourceId, session.target.threadId));
