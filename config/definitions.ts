@@ -182,6 +182,42 @@ export const definitions = {
     description: 'largest input (message, signal) JSON the gateway accepts, in bytes; larger ones get 413',
     readBy: SERVES_HTTP,
   }),
+  httpHeadersTimeoutMs: withDefault({
+    env: 'THREADLINE_HTTP_HEADERS_TIMEOUT_MS',
+    group: 'Gateway',
+    type: wholeNumber(1),
+    default: 15_000,
+    description:
+      "time a client has to send a request's headers, from opening the connection (or starting the next request on it); past it: 408 and the connection is closed. Also the worker's listener",
+    readBy: ALL,
+  }),
+  httpRequestTimeoutMs: withDefault({
+    env: 'THREADLINE_HTTP_REQUEST_TIMEOUT_MS',
+    group: 'Gateway',
+    type: wholeNumber(1),
+    default: 60_000,
+    description:
+      "time a client has to send a whole request, body included (at least the headers timeout); past it: 408 and the connection is closed. Responses are not limited: SSE streams stay open. Also the worker's listener",
+    readBy: ALL,
+  }),
+  httpKeepAliveTimeoutMs: withDefault({
+    env: 'THREADLINE_HTTP_KEEPALIVE_TIMEOUT_MS',
+    group: 'Gateway',
+    type: wholeNumber(1),
+    default: 5_000,
+    description:
+      "an idle keep-alive connection (between requests) is closed after this long; behind a load balancer, set it above the balancer's idle timeout. Also the worker's listener",
+    readBy: ALL,
+  }),
+  httpMaxConnections: withDefault({
+    env: 'THREADLINE_HTTP_MAX_CONNECTIONS',
+    group: 'Gateway',
+    type: wholeNumber(1),
+    default: 10_000,
+    description:
+      "open connections one HTTP listener keeps, SSE streams included; a new one past it is closed at once (a warning, at most one a minute). Keep it under the open-file limit. Also the worker's listener",
+    readBy: ALL,
+  }),
   corsOrigins: withDefault({
     env: 'THREADLINE_CORS_ORIGINS',
     group: 'Gateway',

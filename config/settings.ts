@@ -32,7 +32,32 @@ export interface ServerSettings {
   keepAliveMs: number;
   /** Largest input (message, signal) JSON a client accepts, in bytes; larger ones are refused with 413. */
   maxInputBytes: number;
+  /** Slow clients and connection floods: the bounds of every HTTP listener (the gateway's, the worker's). */
+  http: HttpLimits;
 }
+
+/**
+ * How long a client may take to send a request, how long an idle keep-alive connection stays, and how many
+ * connections one listener keeps (gateway/http-limits.ts applies them). None of them limits a response: an SSE
+ * stream stays open as long as its client reads.
+ */
+export interface HttpLimits {
+  /** From opening the connection (or starting the next request on it) to the end of the request's headers: else 408. */
+  headersTimeoutMs: number;
+  /** The whole request, body included; at least `headersTimeoutMs`. Past it: 408. */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this long. */
+  keepAliveTimeoutMs: number;
+  /** Open connections, SSE streams included; a new one past it is closed at once. */
+  maxConnections: number;
+}
+
+export const defaultHttpLimits: HttpLimits = {
+  headersTimeoutMs: definitions.httpHeadersTimeoutMs.default,
+  requestTimeoutMs: definitions.httpRequestTimeoutMs.default,
+  keepAliveTimeoutMs: definitions.httpKeepAliveTimeoutMs.default,
+  maxConnections: definitions.httpMaxConnections.default,
+};
 
 /** Who may call the gateway and how much: read only by processes that serve it (`npm start`, `npm run gateway`). */
 export interface GatewaySettings {
@@ -117,6 +142,7 @@ export function readSettings(env: Env, reader: Reader): Settings {
   const problems: string[] = [];
   const values = readVariables(env, (definition) => definition.readBy.includes(reader), problems);
   const gateway = gatewayFrom(values, problems);
+  const http = httpLimitsFrom(values, problems);
   let temporal: TemporalSettings | undefined;
   if (problems.length === 0) {
     try {
@@ -137,6 +163,7 @@ export function readSettings(env: Env, reader: Reader): Settings {
       host: values.host,
       keepAliveMs: values.sseKeepAliveMs,
       maxInputBytes: values.maxInputBytes,
+      http,
     },
     gateway,
     redisUrl: values.redisUrl,
@@ -229,6 +256,22 @@ function gatewayFrom(values: SettingValues, problems: string[]): GatewaySettings
     corsOrigins: values.corsOrigins,
     ...(values.temporalUiUrl ? { temporalUiUrl: values.temporalUiUrl } : {}),
   };
+}
+
+function httpLimitsFrom(values: SettingValues, problems: string[]): HttpLimits {
+  const limits: HttpLimits = {
+    headersTimeoutMs: values.httpHeadersTimeoutMs,
+    requestTimeoutMs: values.httpRequestTimeoutMs,
+    keepAliveTimeoutMs: values.httpKeepAliveTimeoutMs,
+    maxConnections: values.httpMaxConnections,
+  };
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    problems.push(
+      `${definitions.httpHeadersTimeoutMs.env} (${limits.headersTimeoutMs}) must not be more than ` +
+        `${definitions.httpRequestTimeoutMs.env} (${limits.requestTimeoutMs}): the headers are part of the request.`,
+    );
+  }
+  return limits;
 }
 
 function apiKeysFrom(values: SettingValues, problems: string[]): Pick<GatewaySettings, 'apiKeys' | 'apiKeysSource'> {

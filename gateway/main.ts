@@ -36,6 +36,7 @@ export async function runGateway(settings: Settings): Promise<void> {
     port: listen.port,
     hostname: listen.host,
     keepAliveMs: listen.keepAliveMs,
+    http: listen.http,
     ...access,
   });
   log.info({ url: `http://${listen.host}:${server.port}`, temporalAddress: address }, 'threadline gateway serving');

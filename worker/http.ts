@@ -2,11 +2,14 @@
  * The worker's own small HTTP listener: `GET /health` (200 while the Temporal worker is RUNNING, else 503: for a
  * container health check or an orchestrator's liveness probe) and `GET /metrics` (Prometheus text: Threadline's
  * metrics, Node's and the Temporal SDK's). Nothing else, and no API key: bind it where only the scraper reaches it.
+ * It has the gateway's bounds on slow clients and open connections (gateway/http-limits.ts).
  */
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { State } from '@temporalio/worker';
-import { renderMetrics } from '../observability';
+import type { HttpLimits } from '../config/settings';
+import { applyHttpLimits, httpLimits, httpServerOptions } from '../gateway/http-limits';
+import { logger, renderMetrics, type Logger } from '../observability';
 
 export interface WorkerHttpOptions {
   /** The worker whose state `/health` reports. */
@@ -15,6 +18,10 @@ export interface WorkerHttpOptions {
   port: number;
   /** Default `127.0.0.1`. */
   host?: string;
+  /** Bounds on slow clients and open connections; each one left out has its default (`THREADLINE_HTTP_*`). */
+  limits?: Partial<HttpLimits>;
+  /** Where a refused connection is reported (default: the process's logger, component `worker`). */
+  log?: Logger;
 }
 
 export interface WorkerHttp {
@@ -24,8 +31,15 @@ export interface WorkerHttp {
   close(): Promise<void>;
 }
 
-export function serveWorkerHttp({ worker, port, host = '127.0.0.1' }: WorkerHttpOptions): Promise<WorkerHttp> {
-  const server = createServer((req, res) => {
+export function serveWorkerHttp({
+  worker,
+  port,
+  host = '127.0.0.1',
+  limits: partialLimits,
+  log = logger('worker'),
+}: WorkerHttpOptions): Promise<WorkerHttp> {
+  const limits = httpLimits(partialLimits);
+  const server = createServer(httpServerOptions(limits), (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, json({ error: 'Use GET.' }));
     if (path === '/health') {
@@ -41,6 +55,7 @@ export function serveWorkerHttp({ worker, port, host = '127.0.0.1' }: WorkerHttp
     }
     send(res, 404, json({ error: `No route ${req.method} ${path}. This listener serves /health and /metrics.` }));
   });
+  applyHttpLimits(server, limits, log);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -40,7 +40,13 @@ export async function runWorker(settings: Settings): Promise<void> {
   const http =
     workerHttpPort === 'off'
       ? null
-      : await serveWorkerHttp({ worker: worker.worker, port: workerHttpPort, host: settings.server.host });
+      : await serveWorkerHttp({
+          worker: worker.worker,
+          port: workerHttpPort,
+          host: settings.server.host,
+          limits: settings.server.http,
+          log,
+        });
   if (http) log.info({ health: `${http.url}/health`, metrics: `${http.url}/metrics` }, 'health and metrics');
   // The Temporal worker shuts down gracefully on SIGINT/SIGTERM: polling stops, in-flight tasks get the grace time.
   await worker.run();

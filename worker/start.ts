@@ -83,6 +83,7 @@ export async function startStack(settings: Settings, env: NodeJS.ProcessEnv): Pr
     port: listen.port,
     hostname: listen.host,
     keepAliveMs: listen.keepAliveMs,
+    http: listen.http,
     ...access,
     temporalUiUrl: access.temporalUiUrl ?? devServer?.uiUrl,
   });

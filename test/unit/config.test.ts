@@ -130,6 +130,34 @@ describe('readSettings', () => {
     expect(error.message).toMatch(/^REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL/);
     expect(error.message).not.toContain('hunter2');
   });
+
+  it("bounds slow clients on every HTTP listener: the headers' timeout at most the request's", () => {
+    expect(readSettings({}, 'worker').server.http).toEqual({
+      headersTimeoutMs: 15_000,
+      requestTimeoutMs: 60_000,
+      keepAliveTimeoutMs: 5_000,
+      maxConnections: 10_000,
+    });
+    const env = {
+      THREADLINE_HTTP_HEADERS_TIMEOUT_MS: '5000',
+      THREADLINE_HTTP_REQUEST_TIMEOUT_MS: '5000',
+      THREADLINE_HTTP_KEEPALIVE_TIMEOUT_MS: '65000',
+      THREADLINE_HTTP_MAX_CONNECTIONS: '100',
+    };
+    expect(readSettings(env, 'gateway').server.http).toEqual({
+      headersTimeoutMs: 5_000,
+      requestTimeoutMs: 5_000,
+      keepAliveTimeoutMs: 65_000,
+      maxConnections: 100,
+    });
+    expect(errorOf(() => readSettings({ THREADLINE_HTTP_HEADERS_TIMEOUT_MS: '90000' }, 'start')).problems).toEqual([
+      'THREADLINE_HTTP_HEADERS_TIMEOUT_MS (90000) must not be more than THREADLINE_HTTP_REQUEST_TIMEOUT_MS (60000): ' +
+        'the headers are part of the request.',
+    ]);
+    expect(() => readSettings({ THREADLINE_HTTP_MAX_CONNECTIONS: '0' }, 'worker')).toThrow(
+      'THREADLINE_HTTP_MAX_CONNECTIONS must be at least 1, got "0".',
+    );
+  });
 });
 
 describe('the Temporal connection (@temporalio/envconfig)', () => {
