@@ -147,6 +147,24 @@ export const definitions = {
     description: 'requests a caller may send at once after a quiet period (at least 1 while the rate limit is on)',
     readBy: SERVES_HTTP,
   }),
+  rateLimitShared: withDefault({
+    env: 'THREADLINE_RATE_LIMIT_SHARED',
+    group: 'Gateway',
+    type: flag,
+    default: true,
+    description:
+      "with `REDIS_URL` set, the gateways keep each caller's bucket in Redis, so together they allow the rate once; `false`: each gateway counts alone (N gateways allow N times the rate)",
+    readBy: SERVES_HTTP,
+  }),
+  rateLimitRedisTimeoutMs: withDefault({
+    env: 'THREADLINE_RATE_LIMIT_REDIS_TIMEOUT_MS',
+    group: 'Gateway',
+    type: wholeNumber(1),
+    default: 250,
+    description:
+      "longest wait for Redis on one request's shared rate limit, in milliseconds; past it, and while Redis is unreachable, the gateway decides with its own bucket (a warning, `threadline_rate_limit_fallbacks_total`)",
+    readBy: SERVES_HTTP,
+  }),
   maxSubscribersPerThread: withDefault({
     env: 'THREADLINE_MAX_SUBSCRIBERS_PER_THREAD',
     group: 'Gateway',

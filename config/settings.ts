@@ -67,6 +67,11 @@ export interface GatewaySettings {
   apiKeysSource?: string;
   /** Token bucket per API key (per client IP without keys). `perSecond: 0` turns it off. */
   rateLimit: { perSecond: number; burst: number };
+  /**
+   * With a Redis URL (`REDIS_URL`), the gateways keep the buckets in Redis and share them (`enabled`); a request waits
+   * for Redis at most `timeoutMs`, then (and while Redis is unreachable) the gateway decides with its own bucket.
+   */
+  sharedRateLimit: { enabled: boolean; timeoutMs: number };
   /** Open SSE subscriptions one gateway serves for one thread. */
   maxSubscribersPerThread: number;
   /**
@@ -114,6 +119,10 @@ export interface Settings {
 
 export const defaultGatewaySettings: GatewaySettings = {
   rateLimit: { perSecond: definitions.rateLimitPerSecond.default, burst: definitions.rateLimitPerSecond.default * 2 },
+  sharedRateLimit: {
+    enabled: definitions.rateLimitShared.default,
+    timeoutMs: definitions.rateLimitRedisTimeoutMs.default,
+  },
   maxSubscribersPerThread: definitions.maxSubscribersPerThread.default,
   maxSubscriberBufferBytes: definitions.maxSubscriberBufferBytes.default,
   subscriberStallMs: definitions.subscriberStallMs.default,
@@ -250,6 +259,7 @@ function gatewayFrom(values: SettingValues, problems: string[]): GatewaySettings
   return {
     ...apiKeysFrom(values, problems),
     rateLimit: { perSecond, burst },
+    sharedRateLimit: { enabled: values.rateLimitShared, timeoutMs: values.rateLimitRedisTimeoutMs },
     maxSubscribersPerThread: values.maxSubscribersPerThread,
     maxSubscriberBufferBytes: values.maxSubscriberBufferBytes,
     subscriberStallMs: values.subscriberStallMs,

@@ -16,7 +16,7 @@ import type { ThreadlineClient } from '../client/connect';
 import { PayloadTooLargeError, isRateLimitedError, isThreadlineError, isUnauthorizedError } from '../protocol/errors';
 import { defaultGatewaySettings, type GatewaySettings } from '../config/settings';
 import { ApiKeyRing, identifyCaller, type GatewayEnv } from './auth';
-import { SubscriberLimit, TokenBuckets } from './limits';
+import { SubscriberLimit, TokenBuckets, type RateLimiter } from './limits';
 import { API_PREFIX, registerRoute } from './route';
 import { gatewayRoutes } from './routes';
 import { observeRequests, REQUEST_ID_HEADER } from './observe';
@@ -32,6 +32,11 @@ export interface GatewayOptions extends Partial<Omit<GatewaySettings, 'apiKeysSo
   agents: AgentSource;
   /** SSE comment sent after this much silence, so proxies keep the stream open (default 25 s). */
   keepAliveMs?: number;
+  /**
+   * Where callers' requests are counted (`rateLimit`): default this process's own buckets. `serveGateway` passes the
+   * buckets shared in Redis (`./shared-limits`) when it has a Redis URL.
+   */
+  rateLimiter?: RateLimiter;
 }
 
 /** Request headers a browser may send cross-origin: the key, JSON bodies, stream resume, idempotency, request id. */
@@ -41,7 +46,7 @@ export function createGateway(options: GatewayOptions): Hono<GatewayEnv> {
   const { client } = options;
   const corsOrigins = options.corsOrigins ?? defaultGatewaySettings.corsOrigins;
   const keys = new ApiKeyRing(options.apiKeys);
-  const buckets = new TokenBuckets(options.rateLimit ?? defaultGatewaySettings.rateLimit);
+  const buckets = options.rateLimiter ?? new TokenBuckets(options.rateLimit ?? defaultGatewaySettings.rateLimit);
   const app = new Hono<GatewayEnv>();
   const log = options.logger ?? logger('gateway');
 
@@ -70,7 +75,7 @@ export function createGateway(options: GatewayOptions): Hono<GatewayEnv> {
   const guarded = `${API_PREFIX}*`;
   app.use(guarded, identifyCaller(keys, buckets));
   app.use(guarded, async (c, next) => {
-    if (c.req.method !== 'OPTIONS') buckets.take(c.get('caller').id);
+    if (c.req.method !== 'OPTIONS') await buckets.take(c.get('caller').id);
     await next();
   });
 

@@ -11,7 +11,7 @@ import { getConnInfo } from '@hono/node-server/conninfo';
 import { ForbiddenError, UnauthorizedError } from '../protocol/errors';
 import type { ThreadTarget } from '../protocol/schemas';
 import type { ApiKeys } from '../config/settings';
-import type { TokenBuckets } from './limits';
+import type { RateLimiter } from './limits';
 
 /** Who is calling: the key's identity (or the client's address in development mode) and what it may touch. */
 export interface Caller {
@@ -102,7 +102,7 @@ export function clientAddress(c: Context): string {
  * draw from the client address's bucket of `failures`, so guessing keys is throttled like any other traffic.
  * Preflight requests (`OPTIONS`) pass: browsers send them without credentials.
  */
-export function identifyCaller(keys: ApiKeyRing, failures: TokenBuckets): MiddlewareHandler<GatewayEnv> {
+export function identifyCaller(keys: ApiKeyRing, failures: RateLimiter): MiddlewareHandler<GatewayEnv> {
   return async (c, next) => {
     if (c.req.method === 'OPTIONS') return next();
     if (keys.open) {
@@ -114,7 +114,7 @@ export function identifyCaller(keys: ApiKeyRing, failures: TokenBuckets): Middle
       caller = keys.find(bearerKey(c.req.header('Authorization')));
       if (!caller) throw new UnauthorizedError('Unknown API key. Check the key sent as "Authorization: Bearer <key>".');
     } catch (err) {
-      failures.take(`ip:${clientAddress(c)}`);
+      await failures.take(`ip:${clientAddress(c)}`);
       throw err;
     }
     c.set('caller', caller);

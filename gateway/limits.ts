@@ -1,7 +1,8 @@
 /**
  * The gateway's own limits (behaviour §8): requests per caller (a token bucket each) and open subscriptions per thread.
- * Both answer 429 when exceeded; neither ever drops or delays a request silently. They count per gateway process:
- * with N gateways behind a load balancer, a caller gets up to N times the rate.
+ * Both answer 429 when exceeded; neither ever drops or delays a request silently. `TokenBuckets` count per gateway
+ * process: with N gateways behind a load balancer, a caller gets up to N times the rate, unless the gateways share
+ * their buckets in Redis (`./shared-limits`, with `REDIS_URL`). Subscriptions are always counted per gateway.
  */
 import { RateLimitedError } from '../protocol/errors';
 import { metrics } from '../observability';
@@ -18,11 +19,29 @@ interface Bucket {
   updatedAt: number;
 }
 
+/** What the gateway spends a caller's request from: this process's `TokenBuckets`, or the buckets shared in Redis. */
+export interface RateLimiter {
+  readonly limit: RateLimit;
+  /** Spends one token of `id`'s bucket, or throws 429 (`RateLimitedError` with `retryAfterSeconds`). */
+  take(id: string): void | Promise<void>;
+}
+
+/** The 429 for a bucket holding `tokens` (< 1): Retry-After is the wait until it holds one again. */
+export function rateLimitedError(limit: RateLimit, tokens: number): RateLimitedError {
+  const { perSecond, burst } = limit;
+  const retryAfterSeconds = Math.max(1, Math.ceil((1 - tokens) / perSecond));
+  return new RateLimitedError(
+    `Rate limit exceeded: ${perSecond} requests per second with bursts of ${burst} per API key (per client address ` +
+      `without keys). Retry after ${retryAfterSeconds} s, or raise THREADLINE_RATE_LIMIT_PER_SECOND / THREADLINE_RATE_LIMIT_BURST.`,
+    { retryAfterSeconds },
+  );
+}
+
 /** Buckets idle this long are full again and can be forgotten; bounds memory under many distinct callers. */
 const SWEEP_EVERY_MS = 10_000;
 
 /** One token bucket per caller id. `take` spends a token or throws 429 with the wait until the next one. */
-export class TokenBuckets {
+export class TokenBuckets implements RateLimiter {
   private readonly buckets = new Map<string, Bucket>();
   private lastSweep: number;
 
@@ -46,12 +65,7 @@ export class TokenBuckets {
       bucket.tokens -= 1;
       return;
     }
-    const retryAfterSeconds = Math.max(1, Math.ceil((1 - bucket.tokens) / perSecond));
-    throw new RateLimitedError(
-      `Rate limit exceeded: ${perSecond} requests per second with bursts of ${burst} per API key (per client address ` +
-        `without keys). Retry after ${retryAfterSeconds} s, or raise THREADLINE_RATE_LIMIT_PER_SECOND / THREADLINE_RATE_LIMIT_BURST.`,
-      { retryAfterSeconds },
-    );
+    throw rateLimitedError(this.limit, bucket.tokens);
   }
 
   private sweep(now: number): void {

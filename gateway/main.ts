@@ -38,6 +38,8 @@ export async function runGateway(settings: Settings): Promise<void> {
     keepAliveMs: listen.keepAliveMs,
     http: listen.http,
     ...access,
+    // Rate limits are counted in Redis, so the gateways on it share one limit per caller.
+    redisUrl: settings.redisUrl,
   });
   log.info({ url: `http://${listen.host}:${server.port}`, temporalAddress: address }, 'threadline gateway serving');
   log.info(describeAccess(access.apiKeys, access.apiKeysSource));

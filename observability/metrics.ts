@@ -35,6 +35,11 @@ export const metrics = {
     help: 'SSE streams this gateway has open.',
     registers: [registry],
   }),
+  rateLimitFallbacks: new Counter({
+    name: 'threadline_rate_limit_fallbacks_total',
+    help: "Rate-limit decisions this gateway took with its own bucket because Redis (the gateways' shared buckets) did not answer.",
+    registers: [registry],
+  }),
   inputs: new Counter({
     name: 'threadline_inputs_total',
     help: 'Inputs answered through the gateway, by kind and the thread\'s action (action="interrupt": interrupts).',

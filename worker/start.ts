@@ -86,6 +86,7 @@ export async function startStack(settings: Settings, env: NodeJS.ProcessEnv): Pr
     http: listen.http,
     ...access,
     temporalUiUrl: access.temporalUiUrl ?? devServer?.uiUrl,
+    redisUrl: settings.redisUrl,
   });
 
   if (modelName === 'demo') {

@@ -201,6 +201,7 @@ describe('limit settings', () => {
     expect(gatewaySettingsFromEnv({})).toEqual({ ...defaultGatewaySettings });
     expect(defaultGatewaySettings).toEqual({
       rateLimit: { perSecond: 200, burst: 400 },
+      sharedRateLimit: { enabled: true, timeoutMs: 250 },
       maxSubscribersPerThread: 1000,
       maxSubscriberBufferBytes: 1024 * 1024,
       subscriberStallMs: 60_000,
@@ -213,9 +214,12 @@ describe('limit settings', () => {
         THREADLINE_MAX_SUBSCRIBER_BUFFER_BYTES: '65536',
         THREADLINE_SUBSCRIBER_STALL_MS: '5000',
         THREADLINE_CORS_ORIGINS: 'https://a.example, http://localhost:5173',
+        THREADLINE_RATE_LIMIT_SHARED: 'false',
+        THREADLINE_RATE_LIMIT_REDIS_TIMEOUT_MS: '100',
       }),
     ).toEqual({
       rateLimit: { perSecond: 5, burst: 10 },
+      sharedRateLimit: { enabled: false, timeoutMs: 100 },
       maxSubscribersPerThread: 3,
       maxSubscriberBufferBytes: 65536,
       subscriberStallMs: 5000,
@@ -237,6 +241,8 @@ describe('limit settings', () => {
         /THREADLINE_RATE_LIMIT_BURST must be at least 1 while the rate limit is on/,
       ],
       [{ THREADLINE_MAX_SUBSCRIBERS_PER_THREAD: '0' }, /THREADLINE_MAX_SUBSCRIBERS_PER_THREAD must be at least 1/],
+      [{ THREADLINE_RATE_LIMIT_SHARED: 'yes' }, /THREADLINE_RATE_LIMIT_SHARED must be true or false/],
+      [{ THREADLINE_RATE_LIMIT_REDIS_TIMEOUT_MS: '0' }, /THREADLINE_RATE_LIMIT_REDIS_TIMEOUT_MS must be at least 1/],
       [{ THREADLINE_CORS_ORIGINS: 'https://a.example/app' }, /"https:\/\/a.example\/app" is not an origin/],
     ];
     for (const [env, message] of bad) expect(() => gatewaySettingsFromEnv(env), JSON.stringify(env)).toThrow(message);

@@ -15,7 +15,7 @@ export interface ChildProcessHandle {
   kill(signal?: NodeJS.Signals): Promise<number | null>;
   /** Resolves with the exit code once the process has exited (null when a signal ended it). */
   exited: Promise<number | null>;
-  /** Everything the process printed so far (stdout and stderr, interleaved; the last 20,000 characters). */
+  /** Everything the process printed so far (stdout and stderr, interleaved; the last 20,000 characters by default). */
   output(): string;
 }
 
@@ -25,6 +25,8 @@ export interface StartChildOptions {
   /** The process is ready once its stdout has a line matching this. */
   ready: RegExp;
   readyTimeoutMs?: number;
+  /** Characters of output kept for `output()` (default the last 20,000). */
+  outputLimit?: number;
 }
 
 /**
@@ -34,7 +36,7 @@ export interface StartChildOptions {
 export async function startChild(
   script: string,
   env: Record<string, string | undefined>,
-  { name, ready, readyTimeoutMs = 60_000 }: StartChildOptions,
+  { name, ready, readyTimeoutMs = 60_000, outputLimit = OUTPUT_LIMIT }: StartChildOptions,
 ): Promise<ChildProcessHandle & { ready: RegExpMatchArray }> {
   const child = spawn(process.execPath, ['--import', 'tsx', script], {
     cwd: projectRoot,
@@ -43,7 +45,7 @@ export async function startChild(
   });
   let output = '';
   let stdout = '';
-  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-OUTPUT_LIMIT));
+  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-outputLimit));
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

@@ -11,6 +11,11 @@
  *   THREADLINE_TEST_AGENTS                  comma-separated ids of the test agents to accept (default `tester`;
  *                                           the table is test/support/test-agents.ts)
  *   THREADLINE_THREAD_CONFIG                JSON settings of the threads this gateway creates (`threadConfig`)
+ *   THREADLINE_API_KEYS, THREADLINE_RATE_LIMIT_*, …  the gateway settings, read as `gateway/main.ts` reads them;
+ *                                           rate limits are shared in Redis only when THREADLINE_RATE_LIMIT_SHARED
+ *                                           is set (so benchmarks that send from one address through several
+ *                                           gateways keep one limit per gateway, as before)
+ *   LOG_LEVEL                               the gateway's log level (default info)
  */
 import { Client, Connection } from '@temporalio/client';
 import { RedisBus } from '../../bus/redis';
@@ -18,6 +23,8 @@ import { connect } from '../../client/connect';
 import { serveGateway } from '../../gateway/serve';
 import type { ThreadConfigInput } from '../../protocol/thread-config';
 import { summarizeAgents } from '../../agents/summary';
+import { gatewaySettingsFromEnv } from '../../config/settings';
+import { configureLogging, type LogLevel } from '../../observability';
 import { testAgentsFromEnv } from './test-agents';
 
 function required(name: string): string {
@@ -31,6 +38,8 @@ function threadConfigFromEnv(): ThreadConfigInput | undefined {
   return raw ? (JSON.parse(raw) as ThreadConfigInput) : undefined;
 }
 
+configureLogging({ level: (process.env.LOG_LEVEL as LogLevel | undefined) ?? 'info' });
+const settings = gatewaySettingsFromEnv(process.env);
 const connection = await Connection.connect({ address: required('TEMPORAL_ADDRESS') });
 const bus = new RedisBus(required('REDIS_URL'));
 const client = await connect({
@@ -40,6 +49,8 @@ const client = await connect({
   threadConfig: threadConfigFromEnv(),
 });
 const server = await serveGateway({
+  ...settings,
+  ...(process.env.THREADLINE_RATE_LIMIT_SHARED && { redisUrl: required('REDIS_URL') }),
   client,
   // The same table as worker-process.ts hosts: a gateway only needs to know which agents exist.
   agents: summarizeAgents(testAgentsFromEnv()),

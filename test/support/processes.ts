@@ -25,6 +25,8 @@ export interface WorkerProcessEnv {
   THREADLINE_TEST_ACTIVITIES_ONLY?: string;
   /** Serve `/health` and `/metrics` on this loopback port (`0`: any; the process prints `HTTP <url>`). */
   THREADLINE_WORKER_HTTP_PORT?: string;
+  /** With THREADLINE_WORKER_HTTP_PORT: the log level of the worker and the Temporal SDK (default warn). */
+  LOG_LEVEL?: string;
 }
 
 export type WorkerProcess = ChildProcessHandle;
@@ -40,6 +42,10 @@ export interface GatewayProcessEnv {
   THREADLINE_TEST_AGENTS?: string;
   /** JSON `ThreadConfigInput` for the threads this gateway creates. */
   THREADLINE_THREAD_CONFIG?: string;
+  /** The gateway settings, as `gateway/main.ts` reads them (THREADLINE_API_KEYS, THREADLINE_RATE_LIMIT_*, …). */
+  [setting: `THREADLINE_${string}`]: string | undefined;
+  /** Default info. */
+  LOG_LEVEL?: string;
 }
 
 export interface GatewayProcess extends ChildProcessHandle {
@@ -72,16 +78,21 @@ export function gatewayEnvFor(h: Harness, redisUrl: string, threadConfig?: Threa
 
 /**
  * Spawns `test/support/worker-process.ts` and resolves once it printed `READY` (it polls the task queue then).
+ * `outputLimit`: characters of its output kept for `output()` (default 20,000).
  *
  * @example
  * const a = await startWorkerProcess(workerEnvFor(h, redis.url));
  * await a.kill('SIGKILL');
  */
-export async function startWorkerProcess(env: WorkerProcessEnv, readyTimeoutMs = 60_000): Promise<WorkerProcess> {
+export async function startWorkerProcess(
+  env: WorkerProcessEnv,
+  readyTimeoutMs = 60_000,
+  outputLimit?: number,
+): Promise<WorkerProcess> {
   const child = await startChild(
     workerScript,
     { ...env },
-    { name: 'Worker process', ready: /^READY$/m, readyTimeoutMs },
+    { name: 'Worker process', ready: /^READY$/m, readyTimeoutMs, outputLimit },
   );
   killWhenTestEnds(child);
   return child;
@@ -94,11 +105,15 @@ export async function startWorkerProcess(env: WorkerProcessEnv, readyTimeoutMs =
  * const gateway = await startGatewayProcess(gatewayEnvFor(h, redis.url));
  * await fetch(`${gateway.url}/api/agents/tester/send-message`, { method: 'POST', ... });
  */
-export async function startGatewayProcess(env: GatewayProcessEnv, readyTimeoutMs = 60_000): Promise<GatewayProcess> {
+export async function startGatewayProcess(
+  env: GatewayProcessEnv,
+  readyTimeoutMs = 60_000,
+  outputLimit?: number,
+): Promise<GatewayProcess> {
   const child = await startChild(
     gatewayScript,
     { ...env },
-    { name: 'Gateway process', ready: /^READY (http:\/\/\S+)$/m, readyTimeoutMs },
+    { name: 'Gateway process', ready: /^READY (http:\/\/\S+)$/m, readyTimeoutMs, outputLimit },
   );
   killWhenTestEnds(child);
   return { ...child, url: child.ready[1] };

@@ -10,6 +10,10 @@ export interface RedisServer {
   stop(): Promise<void>;
   /** Stops the server and starts a fresh one (empty: nothing is persisted) on the same port. */
   restart(): Promise<void>;
+  /** Stops the server and keeps its port until `up()`: Redis unreachable, for as long as a test needs. */
+  down(): Promise<void>;
+  /** After `down()`: starts a fresh (empty) server on the same port. */
+  up(): Promise<void>;
 }
 
 /** Starts a throwaway `redis-server` on a free loopback port, with persistence off and a temp dir of its own. */
@@ -30,6 +34,12 @@ export async function startRedis(): Promise<RedisServer> {
     },
     async restart() {
       await server.stop();
+      server = await launch(bin, port, dir);
+    },
+    async down() {
+      await server.stop();
+    },
+    async up() {
       server = await launch(bin, port, dir);
     },
   };

@@ -15,13 +15,14 @@
  *   THREADLINE_WORKER_HTTP_PORT             optional: the Runtime as `worker/main.ts` installs it (JSON logs at warn,
  *                                           the SDK's metrics) and its `/health` + `/metrics` listener on this
  *                                           loopback port (`0`: any), announced as `HTTP <url>` before `READY`
+ *   LOG_LEVEL                               with THREADLINE_WORKER_HTTP_PORT: the log level (default warn)
  */
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { RedisBus } from '../../bus/redis';
 import { createWorker } from '../../worker/index';
 import { serveWorkerHttp } from '../../worker/http';
 import { installTemporalRuntime } from '../../worker/telemetry';
-import { configureLogging } from '../../observability';
+import { configureLogging, type LogLevel } from '../../observability';
 import { testAgentsFromEnv } from './test-agents';
 
 function required(name: string): string {
@@ -32,8 +33,9 @@ function required(name: string): string {
 
 const httpPort = process.env.THREADLINE_WORKER_HTTP_PORT;
 if (httpPort) {
-  configureLogging({ level: 'warn' });
-  await installTemporalRuntime({ logLevel: 'warn' });
+  const level = (process.env.LOG_LEVEL as LogLevel | undefined) ?? 'warn';
+  configureLogging({ level });
+  await installTemporalRuntime({ logLevel: level });
 } else {
   Runtime.install({ logger: new DefaultLogger('WARN') });
 }
