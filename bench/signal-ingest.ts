@@ -72,10 +72,10 @@ export interface HistoryStats {
 export interface ContinueAsNewStats {
   /** Executions of the thread's chain (1 = never continued as new). */
   executions: number;
-  /** Updates each execution accepted, in order. */
+  /** Inputs (accepted updates and signals) each execution recorded, in order. */
   updatesPerExecution: number[];
   eventsPerExecution: number[];
-  /** Server time from an execution's last accepted update to the next execution's first: the hand-over stall. */
+  /** Server time from an execution's last input (update or signal) to the next execution's first: the hand-over stall. */
   handOverMs: number[];
   /** Bytes of each continue-as-new's input: the thread snapshot the next execution starts from. */
   continuedWithBytes: number[];
@@ -91,7 +91,7 @@ export interface Verification {
   failures: number;
   /** Failed sends whose input is in history all the same (the client gave up on an update the thread took). */
   failedButAccepted: number;
-  /** Every resolved signal's `WorkflowExecutionUpdateAccepted` is in its thread's history exactly once. */
+  /** Every resolved send is in its thread's history exactly once (an accepted update, or a signal). */
   historyExactlyOnce: boolean;
   /** Sum of `getThread(...).messageCount` over the threads. */
   messageCountSum: number;
@@ -695,7 +695,9 @@ function historyStats(executions: Execution[]): HistoryStats {
 }
 
 function continueAsNewStats(chain: Execution[], ok: Sent[]): ContinueAsNewStats {
-  const updates = chain.map((x) => x.events.filter((e) => e.type === 'WorkflowExecutionUpdateAccepted'));
+  // Persist-only signals travel as signals (signal-with-start), the rest as updates: both are the thread's inputs.
+  const inputTypes = new Set(['WorkflowExecutionUpdateAccepted', 'WorkflowExecutionSignaled']);
+  const updates = chain.map((x) => x.events.filter((e) => inputTypes.has(e.type)));
   const handOverMs: number[] = [];
   const closes: number[] = [];
   for (let i = 0; i + 1 < chain.length; i++) {

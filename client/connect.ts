@@ -53,10 +53,12 @@ import {
   changeNotificationStatusUpdate,
   notificationsQuery,
   submitNotificationsUpdate,
+  sendSignalSignal,
   submitInputUpdate,
   threadMessagesQuery,
   threadStateQuery,
 } from '../protocol/definitions';
+import { stateIndependentAction, type StateIndependentAction } from '../protocol/routing';
 import { type MessagesPage } from '../protocol/views';
 import { THREAD_WORKFLOW_TYPE, type ThreadConfigInput, type ThreadWorkflowArgs } from '../protocol/thread-config';
 import { keywordValue, resourceSearchAttribute } from '../protocol/search-attributes';
@@ -156,8 +158,14 @@ export class ThreadlineClient {
     return new AgentClient(this, agentId);
   }
 
-  /** Delivers an input with update-with-start: the first input to a thread starts exactly one execution. */
+  /**
+   * Delivers an input; the first input to a thread starts exactly one execution. One the thread answers the same way
+   * whatever its state (`persist` or `discard` on both sides: protocol/routing.ts) goes by signal-with-start, answered
+   * here; every other by update-with-start, answered by the thread.
+   */
   async submit(target: ThreadTarget, input: ThreadInput): Promise<SendResult> {
+    const settled = stateIndependentAction(input);
+    if (settled) return this.signalWithStart(target, input, settled);
     const result = await this.updateWithStart(target, submitInputUpdate, input, (err) => unchangedState(err, input.id));
     // An accepted update is already in the thread's history.
     return { ...result, persisted: Promise.resolve() };
@@ -176,9 +184,7 @@ export class ThreadlineClient {
     answered: (err: unknown) => R | null = () => null,
   ): Promise<R> {
     const workflowId = threadKey(target.resourceId, target.threadId);
-    const agentId = (arg as { agentId?: string }).agentId;
-    const profile = agentId ? await this.agents.profile(agentId) : undefined;
-    const profiles = profile && agentId ? { [agentId]: profile } : undefined;
+    const profiles = await this.startProfiles((arg as { agentId?: string }).agentId);
     const release = await this.inFlight.acquire(workflowId);
     try {
       for (let attempt = 1; ; attempt++) {
@@ -199,16 +205,68 @@ export class ThreadlineClient {
     }
   }
 
-  private startOperation(workflowId: string, target: ThreadTarget, profiles?: ThreadWorkflowArgs['profiles']) {
-    return new WithStartWorkflowOperation<(args: ThreadWorkflowArgs) => Promise<void>>(THREAD_WORKFLOW_TYPE, {
+  /**
+   * An input whose action does not depend on the thread's state, by signal-with-start: the server records the signal
+   * (starting the thread if need be) and answers, with no workflow task in between, and the thread routes it as
+   * answered here. The answer carries no `duplicate`: a resent id is recorded once (the thread remembers ids) but
+   * only the thread knows it saw it. Signals have no in-flight cap per workflow, but the same `inFlight` bound keeps
+   * a flood to one thread from starving its continue-as-new (the server refuses signals, RESOURCE_EXHAUSTED, while a
+   * close it bounced is retried).
+   */
+  private async signalWithStart(
+    target: ThreadTarget,
+    input: ThreadInput,
+    action: StateIndependentAction,
+  ): Promise<SendResult> {
+    const workflowId = threadKey(target.resourceId, target.threadId);
+    const options = {
+      ...this.startOptions(workflowId, target, await this.startProfiles(input.agentId)),
+      signal: sendSignalSignal,
+      signalArgs: [input] as [ThreadInput],
+    };
+    const release = await this.inFlight.acquire(workflowId);
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.temporal.workflow.signalWithStart(THREAD_WORKFLOW_TYPE, options);
+          break;
+        } catch (err) {
+          if (await this.retryableUpdateError(err, attempt)) continue;
+          throw err;
+        }
+      }
+    } finally {
+      release();
+    }
+    // Signal-with-start returns once Temporal recorded the signal durably (one that arrives while a workflow task runs
+    // is buffered and joins the history when that task completes).
+    return { accepted: true, action, signalId: input.id, persisted: Promise.resolve() };
+  }
+
+  /** The agent's profile as its workers announced it, for a thread this send may start (saves it a round trip). */
+  private async startProfiles(agentId: string | undefined): Promise<ThreadWorkflowArgs['profiles']> {
+    const profile = agentId ? await this.agents.profile(agentId) : undefined;
+    return profile && agentId ? { [agentId]: profile } : undefined;
+  }
+
+  private startOptions(workflowId: string, target: ThreadTarget, profiles?: ThreadWorkflowArgs['profiles']) {
+    return {
       workflowId,
       taskQueue: this.taskQueue,
-      args: [{ resourceId: target.resourceId, threadId: target.threadId, config: this.threadConfig, profiles }],
-      workflowIdConflictPolicy: 'USE_EXISTING',
+      args: [{ resourceId: target.resourceId, threadId: target.threadId, config: this.threadConfig, profiles }] as [
+        ThreadWorkflowArgs,
+      ],
       // Findable by resource from the start; the workflow keeps the other attributes (docs/operations.md).
       typedSearchAttributes: [{ key: resourceSearchAttribute, value: keywordValue(target.resourceId) }],
       staticSummary: threadSummary(target),
       staticDetails: threadDetails(target),
+    };
+  }
+
+  private startOperation(workflowId: string, target: ThreadTarget, profiles?: ThreadWorkflowArgs['profiles']) {
+    return new WithStartWorkflowOperation<(args: ThreadWorkflowArgs) => Promise<void>>(THREAD_WORKFLOW_TYPE, {
+      ...this.startOptions(workflowId, target, profiles),
+      workflowIdConflictPolicy: 'USE_EXISTING',
     });
   }
 

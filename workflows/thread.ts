@@ -10,6 +10,7 @@ import {
   continueAsNew,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   proxySinks,
   setHandler,
@@ -56,6 +57,7 @@ import { ThreadRefusal } from '../protocol/failures';
 import type { ThreadWorkflowArgs as BaseWorkflowArgs } from '../protocol/thread-config';
 import {
   emptySnapshot,
+  openGates,
   ThreadState,
   type RunState,
   type NotificationSettings,
@@ -81,6 +83,12 @@ type Activities = ReturnType<typeof createActivities>;
 
 export type ThreadWorkflowArgs = BaseWorkflowArgs<ThreadSnapshot>;
 
+/**
+ * `patched()` id: inputs that persist or discard whatever the thread's state are routed so also while another agent's
+ * run is active and while the run's pending inputs are at their limit (workflows/state/snapshot.ts `ThreadGates`).
+ */
+export const STATE_INDEPENDENT_ACTIONS_PATCH = 'state-independent-actions';
+
 /** Events per publish activity, in JSON bytes: far below Temporal's 2 MB payload limit. */
 const PUBLISH_BUDGET_BYTES = 256 * 1024;
 
@@ -91,10 +99,12 @@ function workflowNow(): number {
 
 export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
   const config = resolveThreadConfig(args.config);
-  const thread = new ThreadState(args.snapshot ?? emptySnapshot(args.resourceId, args.threadId), config, {
-    now: workflowNow,
-    newId: uuid4,
-  });
+  const thread = new ThreadState(
+    args.snapshot ?? emptySnapshot(args.resourceId, args.threadId),
+    config,
+    { now: workflowNow, newId: uuid4 },
+    { stateIndependentActions: () => patched(STATE_INDEPENDENT_ACTIONS_PATCH) },
+  );
   const key = threadKey(args.resourceId, args.threadId);
   let updatesSeen = 0;
   let signalsSeen = 0;
@@ -179,7 +189,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       validator: (raw) =>
         refuseWith(() => {
           validateControl(validateThreadInput, raw);
-          thread.validate(raw);
+          thread.validate(raw, openGates);
         }),
     },
   );

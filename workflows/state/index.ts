@@ -1,5 +1,5 @@
 export { ThreadState } from './thread';
-export { emptySnapshot } from './snapshot';
+export { emptySnapshot, openGates } from './snapshot';
 export type {
   NotificationSettings,
   OutboxEvent,
@@ -10,6 +10,7 @@ export type {
   RunState,
   StepOptions,
   ThreadClock,
+  ThreadGates,
   ThreadSnapshot,
   ToolWait,
 } from './snapshot';

@@ -6,13 +6,14 @@
 import { echoPayload, echoType } from '../../protocol/events';
 import { ThreadRefusal } from '../../protocol/failures';
 import { mergeAttributes } from '../../protocol/render';
+import { stateIndependentAction } from '../../protocol/routing';
 import type { InputAction, InputResult, ThreadInput } from '../../protocol/schemas';
 import type { ThreadConfig } from '../../protocol/thread-config';
 import type { Conversation } from './conversation';
 import type { Lanes } from './lanes';
 import type { Outbox } from './outbox';
 import type { Runs } from './runs';
-import type { PendingInput, ThreadClock, ThreadSnapshot } from './snapshot';
+import { openGates, type PendingInput, type ThreadClock, type ThreadGates, type ThreadSnapshot } from './snapshot';
 
 export class Inputs {
   private readonly remembered: Map<string, InputResult>;
@@ -25,6 +26,7 @@ export class Inputs {
     private readonly conversation: Pick<Conversation, 'store'>,
     private readonly lanes: Pick<Lanes, 'validate' | 'accept'>,
     private readonly runs: Pick<Runs, 'enqueue' | 'start'>,
+    private readonly gates: ThreadGates = openGates,
   ) {
     this.remembered = new Map(s.remembered);
   }
@@ -36,9 +38,10 @@ export class Inputs {
 
   /**
    * Checks an input against the thread's limits without changing anything (the update validator, and the
-   * signal handler before `accept`). Throws an `InputRejected` refusal that names the limit.
+   * signal handler before `accept`). Throws an `InputRejected` refusal that names the limit. `gates`: an update
+   * validator passes `openGates` (Temporal never replays a validator, and it may not record a patch marker).
    */
-  validate(input: ThreadInput): void {
+  validate(input: ThreadInput, gates: ThreadGates = this.gates): void {
     if (this.remembered.has(input.id)) return;
     const { run } = this.s;
     this.lanes.validate(input);
@@ -49,7 +52,12 @@ export class Inputs {
         { limit: 'maxQueueLength', value: this.config.maxQueueLength },
       );
     }
-    if (input.delivery === 'send' && run && run.pending.length >= this.config.maxPendingInputs) {
+    if (
+      input.delivery === 'send' &&
+      run &&
+      run.pending.length >= this.config.maxPendingInputs &&
+      !this.settled(input, gates) // it never waits for a step: nothing to bound
+    ) {
       throw new ThreadRefusal(
         'InputRejected',
         `The active run has ${this.config.maxPendingInputs} inputs waiting for the next step. Wait or raise maxPendingInputs.`,
@@ -75,8 +83,9 @@ export class Inputs {
     if (run) {
       const attributes = mergeAttributes(input.attributes, input.ifActive?.attributes);
       const accepted: PendingInput = { input: { ...input, attributes }, acceptedAt: at };
-      // A wake for another agent cannot join this agent's loop: it runs next.
-      if (input.delivery === 'queue' || input.agentId !== run.agentId) {
+      // A wake for another agent cannot join this agent's loop: it runs next. What is stored or dropped whatever the
+      // state joins no loop: the client answered it without asking (protocol/routing.ts).
+      if (input.delivery === 'queue' || (input.agentId !== run.agentId && !this.settled(input, this.gates))) {
         return this.result('queued', input.id, this.runs.enqueue(accepted, input.ifIdle?.streamOptions).runId);
       }
       const behavior = input.ifActive?.behavior ?? 'deliver';
@@ -101,6 +110,11 @@ export class Inputs {
       streamOptions: input.ifIdle?.streamOptions,
     });
     return this.result('wake', input.id, started.runId);
+  }
+
+  /** The input persists or discards whatever the state, and this thread routes it so (its gate is open). */
+  private settled(input: ThreadInput, gates: ThreadGates): boolean {
+    return stateIndependentAction(input) !== null && gates.stateIndependentActions();
   }
 
   private result(action: InputAction, signalId: string, runId?: string): InputResult {

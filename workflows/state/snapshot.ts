@@ -108,6 +108,23 @@ export interface ThreadClock {
   newId(): string;
 }
 
+/**
+ * Changes of routing that old histories did not make, each behind its `patched()` gate in the workflow: true where the
+ * thread runs the new code (live, and when replaying a history that recorded the marker), false when replaying one
+ * that predates it. Asked only where old and new code disagree, so the marker is recorded only then.
+ */
+export interface ThreadGates {
+  /**
+   * An input that `persist`s or `discard`s whatever the thread's state (protocol/routing.ts) does so also while
+   * another agent's run is active (it was queued behind it) and while the run has `maxPendingInputs` waiting (it
+   * was refused): so the client can answer it without asking the thread.
+   */
+  stateIndependentActions(): boolean;
+}
+
+/** Every gate open: the current behaviour (unit tests, and update validators, which Temporal never replays). */
+export const openGates: ThreadGates = { stateIndependentActions: () => true };
+
 /** How the parts that produce inputs (state lanes, notifications, the inbox tool) hand them to the thread. */
 export interface InputRouter {
   /** Throws the refusal the thread would answer, changing nothing. */

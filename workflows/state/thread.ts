@@ -35,15 +35,17 @@ import { Lanes } from './lanes';
 import { Notifications } from './notifications';
 import { Outbox } from './outbox';
 import { Runs } from './runs';
-import type {
-  NotificationSettings,
-  OutboxEvent,
-  QueuedRun,
-  RunState,
-  StepOptions,
-  ThreadClock,
-  ThreadSnapshot,
-  ToolWait,
+import {
+  openGates,
+  type NotificationSettings,
+  type OutboxEvent,
+  type QueuedRun,
+  type RunState,
+  type StepOptions,
+  type ThreadClock,
+  type ThreadGates,
+  type ThreadSnapshot,
+  type ToolWait,
 } from './snapshot';
 import { threadView } from './view';
 
@@ -61,12 +63,13 @@ export class ThreadState {
     private readonly s: ThreadSnapshot,
     readonly config: ThreadConfig,
     clock: ThreadClock,
+    gates: ThreadGates = openGates,
   ) {
     this.outbox = new Outbox(s, clock);
     this.conversation = new Conversation(s, config, clock);
     this.lanes = new Lanes(s, config, clock, this.outbox, this.conversation);
     this.runs = new Runs(s, config, clock, this.outbox, this.conversation, this.lanes);
-    this.inputs = new Inputs(s, config, clock, this.outbox, this.conversation, this.lanes, this.runs);
+    this.inputs = new Inputs(s, config, clock, this.outbox, this.conversation, this.lanes, this.runs, gates);
     this.approvals = new Approvals(s, config, clock, this.outbox);
     this.inbox = new Inbox(s, config, clock, this.outbox, this.inputs);
     this.notifications = new Notifications(s, config, clock, this.inbox, this.inputs);
@@ -115,9 +118,12 @@ export class ThreadState {
 
   // ---- Inputs and runs (behaviour §2) -------------------------------------------------------------------------------
 
-  /** Throws the `ThreadRefusal` the thread would answer the input with, changing nothing. */
-  validate(input: ThreadInput): void {
-    this.inputs.validate(input);
+  /**
+   * Throws the `ThreadRefusal` the thread would answer the input with, changing nothing. An update validator passes
+   * `openGates`: a validator may not call `patched()`, and Temporal never replays one.
+   */
+  validate(input: ThreadInput, gates?: ThreadGates): void {
+    this.inputs.validate(input, gates);
   }
 
   /** Records an input and decides what the thread does with it. */
