@@ -8,7 +8,10 @@ export interface RedisServer {
   url: string;
   port: number;
   stop(): Promise<void>;
-  /** Stops the server and starts a fresh one (empty: nothing is persisted) on the same port. */
+  /**
+   * Stops the server (SIGTERM) and starts it again on the same port: empty, or with its data back when started with
+   * `persist`.
+   */
   restart(): Promise<void>;
   /** Stops the server and keeps its port until `up()`: Redis unreachable, for as long as a test needs. */
   down(): Promise<void>;
@@ -16,12 +19,21 @@ export interface RedisServer {
   up(): Promise<void>;
 }
 
-/** Starts a throwaway `redis-server` on a free loopback port, with persistence off and a temp dir of its own. */
-export async function startRedis(): Promise<RedisServer> {
+export interface RedisOptions {
+  /**
+   * Keep the data across `restart()`, as a production Redis with persistence does: an append-only file, written on
+   * every command, in the server's temp dir. Default false: nothing is persisted.
+   */
+  persist?: boolean;
+}
+
+/** Starts a throwaway `redis-server` on a free loopback port, with a temp dir of its own (persistence off by default). */
+export async function startRedis(opts: RedisOptions = {}): Promise<RedisServer> {
   const bin = await findOnPath('redis-server');
   const dir = await mkdtemp(join(tmpdir(), 'threadline-redis-'));
   const port = await freePort();
-  let server = await launch(bin, port, dir);
+  const persistence = opts.persist ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
+  let server = await launch(bin, port, dir, persistence);
   const killOnExit = () => server.process.kill('SIGKILL');
   process.once('exit', killOnExit);
   return {
@@ -34,13 +46,13 @@ export async function startRedis(): Promise<RedisServer> {
     },
     async restart() {
       await server.stop();
-      server = await launch(bin, port, dir);
+      server = await launch(bin, port, dir, persistence);
     },
     async down() {
       await server.stop();
     },
     async up() {
-      server = await launch(bin, port, dir);
+      server = await launch(bin, port, dir, persistence);
     },
   };
 }
@@ -50,11 +62,13 @@ interface Launched {
   stop(): Promise<void>;
 }
 
-async function launch(bin: string, port: number, dir: string): Promise<Launched> {
+async function launch(bin: string, port: number, dir: string, persistence: string[]): Promise<Launched> {
   const child = spawn(
     bin,
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--dir', dir],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
   );
   let output = '';
   const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4_000));

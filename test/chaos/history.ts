@@ -1,0 +1,120 @@
+/**
+ * Every thread's whole history (all executions of its continue-as-new chain): its workflow task failures by cause,
+ * and a replay of each execution against the current workflow bundle, as a deploy would replay live threads.
+ */
+import type { Client } from '@temporalio/client';
+import proto, { type temporal } from '@temporalio/proto';
+import { Worker, type InjectedSinks } from '@temporalio/worker';
+import type { ThreadlineSinks } from '../../workflows/sinks';
+
+type History = temporal.api.history.v1.IHistory;
+// CommonJS: the namespace is on the default export.
+const { EventType, WorkflowTaskFailedCause } = proto.temporal.api.enums.v1;
+
+export interface ThreadHistories {
+  thread: string;
+  workflowId: string;
+  executions: { runId: string; history: History }[];
+}
+
+export interface TaskFailure {
+  thread: string;
+  runId: string;
+  eventId: string;
+  cause: string;
+  message: string;
+}
+
+/** The thread's executions, oldest first, walking back along `continuedExecutionRunId`. */
+export async function readThreadHistories(
+  client: Client,
+  thread: string,
+  workflowId: string,
+): Promise<ThreadHistories> {
+  const executions: ThreadHistories['executions'] = [];
+  let runId: string | undefined = (await client.workflow.getHandle(workflowId).describe()).runId;
+  while (runId) {
+    const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    executions.unshift({ runId, history });
+    runId = history.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
+  }
+  return { thread, workflowId, executions };
+}
+
+/** Every WorkflowTaskFailed event, with its cause and message. */
+export function taskFailures(histories: ThreadHistories): TaskFailure[] {
+  const failures: TaskFailure[] = [];
+  for (const { runId, history } of histories.executions) {
+    for (const event of history.events ?? []) {
+      if (event.eventType !== EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED) continue;
+      const attributes = event.workflowTaskFailedEventAttributes;
+      failures.push({
+        thread: histories.thread,
+        runId,
+        eventId: String(event.eventId),
+        cause: WorkflowTaskFailedCause[attributes?.cause ?? 0] ?? String(attributes?.cause),
+        message: (attributes?.failure?.message ?? '').slice(0, 300),
+      });
+    }
+  }
+  return failures;
+}
+
+export interface ReplayFailure {
+  workflowId: string;
+  runId: string;
+  error: string;
+}
+
+export interface HistoryFindings {
+  executions: number;
+  events: number;
+  taskFailures: TaskFailure[];
+  replayFailures: ReplayFailure[];
+  /** Threads whose history could not be read. */
+  unreadable: string[];
+}
+
+/**
+ * Reads each thread's histories (one thread at a time, so memory stays bounded), collects its workflow task failures
+ * and replays every execution against the bundle (nondeterminism or any other replay error is a failure).
+ */
+export async function checkHistories(
+  client: Client,
+  bundlePath: string,
+  threads: readonly { thread: string; workflowId: string }[],
+): Promise<HistoryFindings> {
+  const findings: HistoryFindings = { executions: 0, events: 0, taskFailures: [], replayFailures: [], unreadable: [] };
+  async function* histories() {
+    for (const { thread, workflowId } of threads) {
+      let read: ThreadHistories;
+      try {
+        read = await readThreadHistories(client, thread, workflowId);
+      } catch (err) {
+        findings.unreadable.push(`${thread}: ${String(err).slice(0, 200)}`);
+        continue;
+      }
+      findings.taskFailures.push(...taskFailures(read));
+      for (const { history } of read.executions) {
+        findings.executions++;
+        findings.events += history.events?.length ?? 0;
+        yield { workflowId, history };
+      }
+    }
+  }
+  // The workers' sinks, doing nothing: a sink is never called during replay, but it must be registered.
+  const sinks: InjectedSinks<ThreadlineSinks> = { threadlineSteps: { cancelRequested: { fn: () => undefined } } };
+  for await (const result of Worker.runReplayHistories(
+    { workflowBundle: { codePath: bundlePath }, sinks },
+    histories(),
+  )) {
+    if (result.error) {
+      findings.replayFailures.push({
+        workflowId: result.workflowId,
+        runId: result.runId,
+        error: String(result.error).slice(0, 500),
+      });
+    }
+  }
+  return findings;
+}
