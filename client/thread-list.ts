@@ -94,7 +94,8 @@ export function checkRawQuery(query: string): void {
 
 /**
  * Refuses a page token Temporal could not have issued. Its SQL and Elasticsearch visibility stores (the ones that
- * serve search-attribute queries) issue JSON tokens; anything else makes the dev server's frontend fail with
+ * serve search-attribute queries) issue JSON objects; anything else (an array included) makes the dev server's
+ * frontend fail with
  * "something went wrong, please retry" (gRPC UNKNOWN), which the client retries for about 18 s before the caller
  * gets a 500.
  */
@@ -105,7 +106,7 @@ export function checkPageToken(token: string): void {
   } catch {
     json = undefined;
   }
-  if (json === null || typeof json !== 'object') {
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) {
     throw new ValidationError('Invalid pageToken: pass a nextPageToken of an earlier page as it was given.');
   }
 }
