@@ -21,7 +21,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { summarizeAgents } from '../../agents/summary';
-import { createBus } from '../../bus';
+import { createBus, MemoryBus } from '../../bus';
 import type { EventBus } from '../../bus/types';
 import { serveGateway, type ServedGateway } from '../../gateway/serve';
 import { threadKey } from '../../protocol/ids';
@@ -730,5 +730,68 @@ describe('tenant isolation', () => {
     const otherNamespace = await cli({ TEMPORAL_NAMESPACE: `nowhere-${run}` });
     expect(otherNamespace.code).toBe(1);
     expect(otherNamespace.text).toMatch(/Namespace "nowhere-.*" does not exist/);
+  });
+});
+
+describe('snapshots on resume', () => {
+  // An in-process bus that keeps 5 events per thread, and numbers each thread's events from 1: another tenant's
+  // event id is a position far behind the caller's retained window, so the resume starts with a snapshot.
+  let small: Harness;
+  let smallGateway: ServedGateway;
+  const mine = { resourceId: `snap-mine-${run}`, threadId: `thr-${randomUUID()}` };
+  const theirs = { resourceId: `snap-theirs-${run}`, threadId: `thr-${randomUUID()}` };
+  const [MY_KEY, THEIR_KEY] = [`snap-mine-${randomUUID()}`, `snap-theirs-${randomUUID()}`];
+  const myMarker = `MARK-snap-mine-${randomUUID()}`;
+  const theirMarker = `MARK-snap-theirs-${randomUUID()}`;
+
+  beforeAll(async () => {
+    small = await startHarness({ bus: new MemoryBus({ maxEvents: 5 }) });
+    smallGateway = await serveGateway({
+      client: small.client,
+      agents: summarizeAgents([testAgent]),
+      port: 0,
+      apiKeys: { [MY_KEY]: [mine.resourceId], [THEIR_KEY]: [theirs.resourceId] },
+    });
+    for (const [t, marker] of [
+      [mine, myMarker],
+      [theirs, theirMarker],
+    ] as const) {
+      await small.client.agent('tester').sendMessage(`Please remember ${marker}`, t);
+      const deadline = Date.now() + 60_000;
+      while ((await small.client.getThread(t))?.runsCompleted !== 1) {
+        if (Date.now() > deadline) throw new Error(`${t.threadId} did not finish its run`);
+        await sleep(250);
+      }
+    }
+  }, 180_000);
+  afterAll(async () => {
+    await smallGateway?.close();
+    await small?.close();
+  });
+
+  it("a resume from another tenant's event id gets a snapshot of the caller's own thread, and nothing of theirs", async () => {
+    for (const lastEventId of ['1', '2']) {
+      for (const init of [
+        { url: `${threadPath(mine)}/events`, init: { headers: { ...bearer(MY_KEY), 'last-event-id': lastEventId } } },
+        {
+          url: '/api/agents/tester/threads/subscribe',
+          init: {
+            method: 'POST',
+            headers: { ...bearer(MY_KEY), 'content-type': 'application/json' },
+            body: JSON.stringify({ ...mine, lastEventId }),
+          },
+        },
+      ]) {
+        const stream = await openSse(`${smallGateway.url}${init.url}`, init.init);
+        expect(stream.response.status).toBe(200);
+        await drain(stream);
+        const events = stream.messages.map((m) => parseJson(m.data) as { type?: string } | undefined);
+        expect(events.map((e) => e?.type)).toContain('snapshot');
+        const text = stream.messages.map((m) => m.data).join('\n');
+        expect(text).toContain(myMarker);
+        expect(text).not.toContain(theirMarker);
+        expect(text).not.toContain(theirs.resourceId);
+      }
+    }
   });
 });
