@@ -88,7 +88,7 @@ export async function benchMemory(
   process.once('exit', killOnExit);
   const client = await connect({ client: env.client.temporal, bus: new MemoryBus(), taskQueue });
   try {
-    const ready = await withTimeout(reply(child, 'ready'), 'the memory worker to start', 120_000);
+    const ready = await withTimeout(replyOf<MemoryWorkerReply>(child, 'ready'), 'the memory worker to start', 120_000);
     if (ready.type !== 'ready') throw new Error('unreachable');
     const agent = client.agent(benchAgent.id);
     let created = 0;
@@ -157,16 +157,19 @@ export async function benchMemory(
 
 const persistOnly = { ifIdle: { behavior: 'persist' }, ifActive: { behavior: 'persist' } } as const;
 
-function reply(child: ChildProcess, type: MemoryWorkerReply['type']): Promise<MemoryWorkerReply> {
+/** The next message of `type` from `child` (IPC); rejects if the child exits first. */
+export function replyOf<R extends { type: string }>(child: ChildProcess, type: R['type']): Promise<R> {
   return new Promise((resolve, reject) => {
-    const onMessage = (message: MemoryWorkerReply) => {
+    const onMessage = (message: R) => {
       if (message.type !== type) return;
       cleanup();
       resolve(message);
     };
     const onExit = (code: number | null) => {
       cleanup();
-      reject(new Error(`The memory worker exited (${code}) before answering ${type}.`));
+      reject(
+        new Error(`${path.basename(child.spawnargs.at(-1) ?? 'The child')} exited (${code}) before answering ${type}.`),
+      );
     };
     const cleanup = () => {
       child.off('message', onMessage);
@@ -178,10 +181,11 @@ function reply(child: ChildProcess, type: MemoryWorkerReply['type']): Promise<Me
 }
 
 async function measure(child: ChildProcess): Promise<Extract<MemoryWorkerReply, { type: 'measured' }>> {
-  const answer = reply(child, 'measured');
+  const answer = replyOf<MemoryWorkerReply>(child, 'measured');
   child.send({ type: 'measure' } satisfies MemoryWorkerRequest);
   return (await withTimeout(answer, 'a memory measurement')) as Extract<MemoryWorkerReply, { type: 'measured' }>;
 }
 
 const noop = () => undefined;
-const quiet = { log: noop, trace: noop, debug: noop, info: noop, warn: console.warn, error: console.error };
+/** A bundler logger that prints only warnings and errors. */
+export const quiet = { log: noop, trace: noop, debug: noop, info: noop, warn: console.warn, error: console.error };

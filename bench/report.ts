@@ -7,6 +7,8 @@
 import type { FloorIngestCase } from './floor/ingest';
 import { floorLatencySeries, type FloorLatencyName } from './floor/latency';
 import type { GatewayBusResult } from './gateway-bus';
+import type { GatewayMemoryResult } from './gateway-memory';
+import type { GatewayFigures } from './gateway-memory-process';
 import type { HttpResult } from './http';
 import type { MemoryResult } from './memory';
 import type { HistoryResult } from './history';
@@ -52,6 +54,7 @@ export interface BenchResults {
   notifications: NotificationsResult & { floor: FloorIngestCase; paced: NotificationsResult };
   http: HttpResult;
   memory: MemoryResult;
+  gatewayMemory: GatewayMemoryResult;
   /** Wall time of the whole run. */
   durationSeconds: number;
   /** The options the floor worker shares with Threadline's (bench/floor/world.ts). */
@@ -307,6 +310,7 @@ export function renderReport(r: BenchResults): string {
     ...notificationCasesSection(r.notifications),
     ...httpSection(r.http),
     ...memorySection(r.memory),
+    ...gatewayMemorySection(r.gatewayMemory),
   ].join('\n');
 }
 
@@ -888,8 +892,9 @@ function httpSection(h: HttpResult): string[] {
   ];
 }
 
+const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+
 function memorySection(m: MemoryResult): string[] {
-  const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
   const row = (name: string, x: MemoryResult['baseline']) =>
     `| ${name} | ${int(x.threads)} | ${int(x.cached)} | ${mib(x.rss)} | ${mib(x.heapUsed)} | ${mib(x.external)} |`;
   return [
@@ -911,5 +916,57 @@ function memorySection(m: MemoryResult): string[] {
       `**${int(m.rssPerEvictedThread)} bytes** (V8 heap ${int(m.heapPerEvictedThread)} bytes). Threads created at ` +
       `${m.createdPerSecond.toFixed(1)}/s${m.failed ? `, ${m.failed} creations failed` : ''}.`,
     '',
+  ];
+}
+
+function gatewayMemorySection(g: GatewayMemoryResult): string[] {
+  const row = (name: string, x: GatewayFigures) =>
+    `| ${name} | ${mib(x.rss)} | ${mib(x.heapUsed)} | ${mib(x.heapTotal)} | ${mib(x.external)} | ${mib(x.arrayBuffers)} |`;
+  const bound = g.subscribers * g.maxSubscriberBufferBytes;
+  const last = g.rounds.at(-1);
+  return [
+    '## (k) Gateway memory with stalled subscribers',
+    '',
+    `A gateway in a process of its own (bench/gateway-memory-process.ts) on Redis, default settings. Each round, ` +
+      `${int(g.subscribers)} SSE subscribers of one thread read their response head and never read again, while a ` +
+      `${int(g.chunks)}-chunk answer streams to that thread and one more subscriber reads it all. Each stalled ` +
+      `subscriber may make the gateway hold ${mib(g.maxSubscriberBufferBytes)} of events ` +
+      '(`THREADLINE_MAX_SUBSCRIBER_BUFFER_BYTES`) before it is dropped, or is dropped after ' +
+      `${sec(g.subscriberStallMs)} s without progress (\`THREADLINE_SUBSCRIBER_STALL_MS\`): ${mib(bound)} in all. ` +
+      'Rows are after two full GCs in the gateway, but for the peak while streaming: the highest of samples taken ' +
+      'every 250 ms without one (garbage included). The live peak is the highest of those taken after two full GCs, ' +
+      'one a second.',
+    '',
+    '| | RSS | V8 heap used | V8 heap committed | external | array buffers |',
+    '| --- | ---: | ---: | ---: | ---: | ---: |',
+    row('started (one short answer served)', g.started),
+    ...g.rounds.flatMap((r, i) => [
+      row(`round ${i + 1}: ${int(g.subscribers)} stalled subscribers connected`, r.connected),
+      row(`round ${i + 1}: peak while streaming`, r.peak),
+      row(`round ${i + 1}: live peak while streaming`, r.peakLive),
+      row(`round ${i + 1}: every stalled subscriber dropped`, r.afterDrops),
+      row(`round ${i + 1}: their sockets closed`, r.afterClose),
+      row(`round ${i + 1}: 30 s later`, r.afterIdle),
+    ]),
+    '',
+    '| round | dropped: buffer full | dropped: stalled | not dropped | answer | send → last drop | `GET /health` meanwhile p50 / p90 / max |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...g.rounds.map(
+      (r, i) =>
+        `| ${i + 1} | ${int(r.dropped.bufferFull)} | ${int(r.dropped.stalled)} | ${int(r.notDropped)} | ` +
+        `${int(r.answerEvents)} events, ${mib(r.answerBytes)} | ${r.seconds.toFixed(1)} s | ` +
+        `${ms(r.healthMs.p50)} / ${ms(r.healthMs.p90)} / ${ms(r.healthMs.max)} ms |`,
+    ),
+    '',
+    ...(last
+      ? [
+          `Peak RSS over the start: ${mib(Math.max(...g.rounds.map((r) => r.peak.rss)) - g.started.rss)}, live V8 ` +
+            `heap ${mib(Math.max(...g.rounds.map((r) => r.peakLive.heapUsed)) - g.started.heapUsed)} (the buffers' ` +
+            `bound: ${mib(bound)}). 30 s after the last round's sockets closed: RSS ` +
+            `${mib(last.afterIdle.rss - g.started.rss)} and V8 heap ${mib(last.afterIdle.heapUsed - g.started.heapUsed)} ` +
+            'over the start.',
+          '',
+        ]
+      : []),
   ];
 }

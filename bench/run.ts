@@ -13,6 +13,7 @@ import { benchHistory } from './history';
 import { benchIdleWake } from './idle-wake';
 import { benchInjection } from './injection';
 import { benchGatewayBus } from './gateway-bus';
+import { benchGatewayMemory } from './gateway-memory';
 import { floorIngest } from './floor/ingest';
 import { benchHttp } from './http';
 import { benchMemory } from './memory';
@@ -56,6 +57,7 @@ const sizes = quick
       pacedNotifications: { notifications: 300, threads: 10, ratePerSecond: 46.5 },
       http: { latency: { samples: 10, warmup: 2 }, ingest: { threads: 50, signals: 100, concurrency: 32 } },
       memory: { threads: 1_000, concurrency: 32 },
+      gatewayMemory: { subscribers: 100, chunks: 8_000, rounds: 1 },
     }
   : {
       wake: { samples: 300, warmup: 10 },
@@ -88,6 +90,7 @@ const sizes = quick
       pacedNotifications: { notifications: 2_000, threads: 100, ratePerSecond: 46.5 },
       http: { latency: { samples: 100, warmup: 5 }, ingest: { threads: 500, signals: 1_000, concurrency: 32 } },
       memory: { threads: 10_000, concurrency: 32 },
+      gatewayMemory: { subscribers: 1_000, chunks: 8_000, rounds: 2 },
     };
 const reportPath = fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url));
 const progress = (line: string) => process.stderr.write(`bench [${Math.round(performance.now() / 1000)} s]: ${line}\n`);
@@ -165,6 +168,14 @@ const benchmarks = {
     progress(`(j) worker memory: ${m.threads} idle threads in a worker process caching half of them…`);
     return { memory: await benchMemory(env, m, progress) };
   },
+  'gateway-memory': async (env: BenchEnv) => {
+    const g = sizes.gatewayMemory;
+    progress(
+      `(k) gateway memory: ${g.subscribers} stalled SSE subscribers of one thread while ${g.chunks} chunks stream, ` +
+        `${g.rounds} round(s)…`,
+    );
+    return { gatewayMemory: await benchGatewayMemory(env, g, progress) };
+  },
 };
 
 const unknown = only?.filter((name) => !(name in benchmarks)) ?? [];
@@ -198,6 +209,7 @@ try {
     const { notifications } = await benchmarks.notifications(env);
     const { http } = await benchmarks.http(env);
     const { memory } = await benchmarks.memory(env);
+    const { gatewayMemory } = await benchmarks['gateway-memory'](env);
 
     const results: BenchResults = {
       machine: {
@@ -223,6 +235,7 @@ try {
       notifications,
       http,
       memory,
+      gatewayMemory,
       durationSeconds: Math.round((performance.now() - startedAt) / 1000),
       floorWorkerSettings: env.floor.sharedSettings,
     };

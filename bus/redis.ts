@@ -1,4 +1,5 @@
 import type { AgentSummary } from '../protocol/api';
+import { setMaxListeners } from 'node:events';
 import { Redis, type Result } from 'ioredis';
 import {
   archivePage,
@@ -115,6 +116,9 @@ export class RedisBus implements EventBus {
       throw new Error(`Invalid maxEvents: ${this.retention.maxEvents}. Retain at least 1 event per thread.`);
     }
     this.prefix = prefix;
+    // Every open subscription listens for the bus closing and stops listening when it ends: a gateway with thousands
+    // of subscribers has thousands of listeners, which is no leak (Node warns past 10).
+    setMaxListeners(0, this.closing.signal);
     this.client = new Redis(url);
     // Connection errors reach callers as rejected commands; without a listener ioredis also logs each retry.
     this.client.on('error', () => {});
