@@ -7,6 +7,7 @@ import {
   Client,
   Connection,
   WithStartWorkflowOperation,
+  QueryNotRegisteredError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
   type UpdateDefinition,
@@ -321,6 +322,9 @@ export class ThreadlineClient {
         .query(notificationsQuery, parsed.data);
     } catch (err) {
       if (isNotFound(err)) return null;
+      // The query is always registered: the client reports its handler's refusal (a bad cursor) as "not registered",
+      // with the refusal's message.
+      if (err instanceof QueryNotRegisteredError) throw new ValidationError(err.message, { cause: err });
       throw errorFromRefusal(err) ?? err;
     }
   }

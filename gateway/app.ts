@@ -86,7 +86,10 @@ export function createGateway(options: GatewayOptions): Hono<GatewayEnv> {
     guarded,
     bodyLimit({
       maxSize: maxBodyBytes,
-      onError: () => {
+      onError: (c) => {
+        // The rest of the body is never read, and the server gives up on the connection soon after: say so, or a
+        // client would send its next request on a connection that is about to close.
+        c.header('Connection', 'close');
         throw new PayloadTooLargeError(`The request body is over ${maxBodyBytes} bytes. Send less.`);
       },
     }),

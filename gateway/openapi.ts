@@ -55,6 +55,7 @@ const STATUS_TEXT: Record<number, string> = {
   404: 'Unknown agent, thread or route.',
   409: "The thread's state does not allow the request (e.g. a full queue; a blocked input).",
   413: 'The body or the input is over the size limit.',
+  415: 'The body is not sent as JSON (Content-Type: application/json).',
   429: 'Rate limited (see Retry-After), or the thread has its limit of subscribers on this gateway.',
   503: 'Not ready: a dependency (Temporal, Redis) does not answer; the error names it.',
 };
@@ -147,7 +148,7 @@ function responses(route: Route, guarded: boolean): Record<string, unknown> {
   if (guarded) statuses.add(401).add(429);
   if (route.thread !== 'none') statuses.add(403);
   if (params.includes('agentId')) statuses.add(404);
-  if (route.body) statuses.add(413);
+  if (route.body) statuses.add(413).add(415);
   const ok =
     route.responds === 'sse'
       ? {

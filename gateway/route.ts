@@ -15,7 +15,7 @@
 import type { Context, Hono } from 'hono';
 import type { AgentCatalog } from '../client/agent-catalog';
 import { z } from 'zod';
-import { NotFoundError, UnauthorizedError, ValidationError } from '../protocol/errors';
+import { NotFoundError, UnauthorizedError, UnsupportedMediaTypeError, ValidationError } from '../protocol/errors';
 import { describeZodError, threadTargetSchema, type ThreadTarget } from '../protocol/schemas';
 import { authorizeTarget, type Caller, type GatewayEnv } from './auth';
 
@@ -163,7 +163,19 @@ async function knownAgent(c: Context, agents: AgentCatalog): Promise<string> {
   return id;
 }
 
+/** `application/json`, or a `+json` type (`application/problem+json`), with any parameters. */
+const JSON_MEDIA_TYPE = /^\s*application\/(?:[\w.!#$%&'*^`|~-]+\+)?json\s*(?:;|$)/i;
+
 async function jsonBody<T>(c: Context, schema: z.ZodType<T>, prepare: (raw: unknown) => unknown): Promise<T> {
+  // Refused before it is read. A browser posts `text/plain` to any origin without asking first (no CORS preflight):
+  // taking it as JSON would let any web page act on a gateway that trusts its network (development mode, no keys).
+  const type = c.req.header('Content-Type');
+  if (!type || !JSON_MEDIA_TYPE.test(type)) {
+    const got = type ? `Content-Type ${JSON.stringify(type.slice(0, 100))}` : 'no Content-Type';
+    throw new UnsupportedMediaTypeError(
+      `The request body must be JSON, sent as "Content-Type: application/json" (got ${got}).`,
+    );
+  }
   let raw: unknown;
   try {
     raw = await c.req.json();

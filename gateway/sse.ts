@@ -72,6 +72,13 @@ export function streamThread(
     if (lastEventId === undefined) throw err;
     throw new ValidationError(`Invalid Last-Event-ID: ${(err as Error).message}`, { cause: err });
   }
+  // HEAD: the stream's headers, no stream. Hono answers HEAD with the GET handler's response and drops its body
+  // unread, so a stream opened here would hold a subscriber's place, writing to nobody, until it counted as stalled.
+  if (c.req.method === 'HEAD') {
+    subscription.unsubscribe();
+    release();
+    return c.body(null, 200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+  }
   const subscribedAt = Date.now();
   return streamSSE(c, async (sse) => {
     const outbox = new Outbox(sse, deps.maxSubscriberBufferBytes);

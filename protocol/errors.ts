@@ -35,6 +35,12 @@ export class PayloadTooLargeError extends ThreadlineError {
   override readonly status = 413;
 }
 
+/** A body in a media type the route does not read (its JSON body sent as anything but JSON). HTTP 415. */
+export class UnsupportedMediaTypeError extends ThreadlineError {
+  override name = 'UnsupportedMediaTypeError';
+  override readonly status = 415;
+}
+
 /** No API key, or one the gateway does not know. HTTP 401. */
 export class UnauthorizedError extends ThreadlineError {
   override name = 'UnauthorizedError';

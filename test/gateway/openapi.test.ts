@@ -110,7 +110,7 @@ describe('GET /api/openapi.json', () => {
       const namesThread = placeholders.includes('resourceId') || 'resourceId' in (bodySchema(op)?.properties ?? {});
       // The thread list names no thread, but refuses a resource filter outside the key.
       expect(codes.includes('403'), route).toBe(namesThread || route === 'GET /api/threads');
-      if (op.requestBody) expect(codes, route).toEqual(expect.arrayContaining(['400', '413']));
+      if (op.requestBody) expect(codes, route).toEqual(expect.arrayContaining(['400', '413', '415']));
       for (const code of codes.filter((c) => c !== '200')) {
         expect(op.responses[code].content, `${route} ${code}`).toEqual({
           'application/json': { schema: { $ref: '#/components/schemas/Error' } },
@@ -130,7 +130,7 @@ describe('GET /api/openapi.json', () => {
     expect(body.properties.ifIdle).toMatchObject({
       properties: { behavior: { enum: ['wake', 'persist', 'discard'] } },
     });
-    expect(Object.keys(send.responses)).toEqual(['200', '400', '401', '403', '404', '409', '413', '429']);
+    expect(Object.keys(send.responses)).toEqual(['200', '400', '401', '403', '404', '409', '413', '415', '429']);
     expect(send.parameters).toContainEqual(expect.objectContaining({ name: 'Idempotency-Key', in: 'header' }));
 
     const cancel = bodySchema(doc.paths['/api/agents/{agentId}/threads/cancel-queued'].post)!;
