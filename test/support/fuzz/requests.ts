@@ -581,6 +581,8 @@ function mutateField(g: Gen, draft: Draft, route: RouteModel, world: FuzzWorld):
       // A body without resourceId means the key's one resource (Mastra's client leaves it out).
       const defaulted = name === 'resourceId' && draft.headers.Authorization === `Bearer ${world.keys.solo}`;
       if (required && !defaulted) draft.breaks.push(`required ${name} is missing`);
+      // The thread is then the solo key's resource, whatever the request was aimed at.
+      if (defaulted) draft.breaks = draft.breaks.filter((why) => !why.startsWith('the solo key is not bound'));
       return;
     }
     case 'hostile': {
