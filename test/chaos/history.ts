@@ -70,6 +70,8 @@ export interface HistoryFindings {
   executions: number;
   events: number;
   taskFailures: TaskFailure[];
+  /** WorkflowTaskTimedOut events: a worker killed holding the task, or too slow to complete it (no failure). */
+  taskTimeouts: number;
   replayFailures: ReplayFailure[];
   /** Threads whose history could not be read. */
   unreadable: string[];
@@ -84,7 +86,14 @@ export async function checkHistories(
   bundlePath: string,
   threads: readonly { thread: string; workflowId: string }[],
 ): Promise<HistoryFindings> {
-  const findings: HistoryFindings = { executions: 0, events: 0, taskFailures: [], replayFailures: [], unreadable: [] };
+  const findings: HistoryFindings = {
+    executions: 0,
+    events: 0,
+    taskFailures: [],
+    taskTimeouts: 0,
+    replayFailures: [],
+    unreadable: [],
+  };
   async function* histories() {
     for (const { thread, workflowId } of threads) {
       let read: ThreadHistories;
@@ -98,6 +107,9 @@ export async function checkHistories(
       for (const { history } of read.executions) {
         findings.executions++;
         findings.events += history.events?.length ?? 0;
+        findings.taskTimeouts += (history.events ?? []).filter(
+          (e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+        ).length;
         yield { workflowId, history };
       }
     }

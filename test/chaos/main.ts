@@ -12,7 +12,7 @@ import { threadKey } from '../../protocol/ids';
 import { startModelServer } from '../support/model-server';
 import { readNotificationIds, readStoredInputs, readStream, readStreamTail, readToolRuns } from './collect';
 import { FaultInjector, planFaults, type FaultKind } from './faults';
-import { checkHistories } from './history';
+import { checkHistories, type HistoryFindings } from './history';
 import { gatewayRing } from './http';
 import {
   checkInputs,
@@ -253,7 +253,7 @@ async function main(): Promise<number> {
       faults: injector.counts(),
       faultsSkipped: injector.skipped,
       recoverySeconds: recoveries(injector),
-      rows: rows(loadLog, accepted.length, model.requests(), subscribers, histories.executions, {
+      rows: rows(loadLog, accepted.length, model.requests(), subscribers, histories, {
         lost: inputs.lost.length + notifications.lost.length,
         duplicated: inputs.duplicated.length + notifications.duplicated.length,
         stuck: stuck.length,
@@ -298,7 +298,7 @@ function rows(
   accepted: number,
   modelRequests: number,
   subscribers: Subscriber[],
-  executions: number,
+  histories: HistoryFindings,
   r: { lost: number; duplicated: number; stuck: number; ranTwice: string[]; neverRan: string[] },
 ): [string, string][] {
   const count = <T>(items: T[], key: (t: T) => string | undefined) => {
@@ -330,7 +330,7 @@ function rows(
       'inputs with no answer before the deadline',
       `${n(inputs.filter((i) => i.outcome === 'unknown').length)} (last errors: ${count(
         inputs.filter((i) => i.outcome === 'unknown'),
-        (i) => i.refusal?.replace(/[0-9a-f-]{36}|\d+/g, '…').slice(0, 100),
+        (i) => i.refusal?.replace(/[0-9a-f-]{36}|\d+/g, '…').slice(0, 160),
       )})`,
     ],
     ['requests sent again after an unknown outcome', n(loadLog.retries)],
@@ -363,7 +363,8 @@ function rows(
       'subscriber connections',
       `${n(subscribers.reduce((s, x) => s + x.segments.length, 0))} (${n(subscribers.reduce((s, x) => s + x.drops, 0))} dropped on purpose and resumed, ${n(subscribers.reduce((s, x) => s + x.failures, 0))} cut or refused), ${n(events)} events received, ${n(snapshots)} snapshots`,
     ],
-    ['workflow executions replayed', n(executions)],
+    ['workflow executions replayed', n(histories.executions)],
+    ['workflow task timeouts (worker killed holding the task, or too slow)', n(histories.taskTimeouts)],
     ['lost / duplicated / stuck', `${r.lost} / ${r.duplicated} / ${r.stuck}`],
   ];
 }
