@@ -63,7 +63,8 @@ function fromMastraStreamOptions(options: Json): Json {
   const mapped: Json = {};
   for (const [key, value] of Object.entries(options)) {
     if (value === undefined || IGNORED_STREAM_OPTIONS.includes(key)) continue;
-    const reason = UNSUPPORTED_STREAM_OPTIONS[key];
+    // Own keys only: `constructor` or `toString` must not find Object's.
+    const reason = Object.hasOwn(UNSUPPORTED_STREAM_OPTIONS, key) ? UNSUPPORTED_STREAM_OPTIONS[key] : undefined;
     if (reason) throw new ValidationError(`${field(key)} is not supported by Threadline: ${reason}.`);
     mapped[key] = value;
   }
@@ -141,7 +142,8 @@ export interface SignalEcho {
 /** What a message (a string, parts, or `{ contents, … }`) or a signal carries, for the answer. */
 export function echoOf(kind: 'message' | 'signal', input: unknown, createdAt?: string): SignalEcho {
   const body = isRecord(input) ? input : { contents: input };
-  const type = kind === 'message' ? 'user' : (legacySignalTypes[String(body.type)] ?? String(body.type));
+  const named = String(body.type);
+  const type = kind === 'message' ? 'user' : Object.hasOwn(legacySignalTypes, named) ? legacySignalTypes[named] : named;
   const echo: SignalEcho = { type, contents: body.contents };
   for (const key of ['tagName', 'attributes', 'metadata', 'providerOptions'] as const) {
     if (body[key] !== undefined) echo[key] = body[key] as never;

@@ -201,8 +201,9 @@ export const signalSchema = z
   .object({
     id: idString.optional(),
     type: z.string().superRefine((type, ctx) => {
-      if (!(type in legacySignalTypes)) ctx.addIssue({ code: 'custom', message: invalidSignalTypeMessage(type) });
-      else if (legacySignalTypes[type] === 'state') {
+      if (!Object.hasOwn(legacySignalTypes, type)) {
+        ctx.addIssue({ code: 'custom', message: invalidSignalTypeMessage(type) });
+      } else if (legacySignalTypes[type] === 'state') {
         ctx.addIssue({
           code: 'custom',
           message: 'State signals are sent with sendStateSignal (they need a lane id and cacheKey).',
