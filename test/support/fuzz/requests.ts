@@ -146,6 +146,9 @@ function generate(g: Gen, route: RouteModel, world: FuzzWorld): FuzzRequest {
   const count = pick(g, [0, 1, 1, 1, 2]);
   for (let i = 0; i < count; i++) mutate(g, draft, route, world);
   if (draft.methodBreaks) draft.breaks.push(draft.methodBreaks);
+  // The header as sent (the last mutation's): the memory bus issues digits; an empty header means no resume.
+  const resume = draft.headers['Last-Event-ID']?.trim();
+  if (resume && !/^\d+$/.test(resume)) draft.breaks.push('Last-Event-ID is not an event id');
 
   // Canaries take reads and refused requests only: a write that may be valid goes to a sink instead.
   let target: { kind: TargetKind; thread: ThreadTarget } | undefined =
@@ -491,8 +494,6 @@ function mutateHeader(g: Gen, draft: Draft, route: RouteModel): void {
   if (route.headers.includes('Last-Event-ID') && chance(g, 0.6)) {
     draft.headers['Last-Event-ID'] = value;
     draft.mutations.push(`Last-Event-ID ${JSON.stringify(value)}`);
-    // The memory bus issues digits; an empty header means no resume.
-    if (value.trim() !== '' && !/^\d+$/.test(value.trim())) draft.breaks.push('Last-Event-ID is not an event id');
     return;
   }
   const name = pick(g, ['Idempotency-Key', 'X-Request-Id', 'Accept', 'Origin', 'X-Forwarded-For', 'Cookie']);
