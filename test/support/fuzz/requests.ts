@@ -698,8 +698,10 @@ function bodyText(draft: Draft): string | undefined {
 }
 
 function urlOf(route: RouteModel, draft: Draft): string {
-  let path = route.path.replace(/:([A-Za-z0-9_]+)/g, (_m, name: string) => draft.params[name]);
-  path = path.replace('*', draft.wildcard);
+  // The wildcard first: an encoded id may hold a `*` of its own.
+  const path = route.path
+    .replace('*', draft.wildcard)
+    .replace(/:([A-Za-z0-9_]+)/g, (_m, name: string) => draft.params[name]);
   return draft.query.length > 0 ? `${path}?${draft.query.join('&')}` : path;
 }
 
