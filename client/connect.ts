@@ -15,7 +15,13 @@ import {
 } from '@temporalio/client';
 import { createBus } from '../bus';
 import type { ArchivePage, EventBus } from '../bus/types';
-import { ConflictError, NotFoundError, ThreadlineError, ValidationError } from '../protocol/errors';
+import {
+  ConflictError,
+  NotFoundError,
+  PayloadTooLargeError,
+  ThreadlineError,
+  ValidationError,
+} from '../protocol/errors';
 import { messageInput, notificationBatch, signalInput, stateInput, type IngressLimits } from './inputs';
 import type { AgentSummary, SendTarget } from '../protocol/api';
 import type { ThreadListPage } from '../protocol/thread-list';
@@ -61,7 +67,12 @@ import {
 } from '../protocol/definitions';
 import { stateIndependentAction, type StateIndependentAction } from '../protocol/routing';
 import { type MessagesPage } from '../protocol/views';
-import { THREAD_WORKFLOW_TYPE, type ThreadConfigInput, type ThreadWorkflowArgs } from '../protocol/thread-config';
+import {
+  THREAD_WORKFLOW_TYPE,
+  defaultThreadConfig,
+  type ThreadConfigInput,
+  type ThreadWorkflowArgs,
+} from '../protocol/thread-config';
 import { keywordValue, resourceSearchAttribute } from '../protocol/search-attributes';
 import { threadDetails, threadSummary } from '../protocol/summaries';
 import {
@@ -153,6 +164,16 @@ export class ThreadlineClient {
     this.threadConfig = options.threadConfig;
     this.limits = { ...defaultLimits, ...options.limits };
     this.ownConnection = ownConnection;
+  }
+
+  /**
+   * What a thread this client starts is created with: its `threadConfig`, and (when it is not the default) the input
+   * size this client admits, so the thread takes from raw senders what this client takes.
+   */
+  private startConfig(): ThreadConfigInput | undefined {
+    const { maxInputBytes } = this.limits;
+    if (maxInputBytes === defaultThreadConfig.maxInputBytes) return this.threadConfig;
+    return { maxInputBytes, ...this.threadConfig };
   }
 
   agent(agentId: string): AgentClient {
@@ -254,7 +275,7 @@ export class ThreadlineClient {
     return {
       workflowId,
       taskQueue: this.taskQueue,
-      args: [{ resourceId: target.resourceId, threadId: target.threadId, config: this.threadConfig, profiles }] as [
+      args: [{ resourceId: target.resourceId, threadId: target.threadId, config: this.startConfig(), profiles }] as [
         ThreadWorkflowArgs,
       ],
       // Findable by resource from the start; the workflow keeps the other attributes (docs/operations.md).
@@ -612,6 +633,8 @@ function errorFromRefusal(err: unknown): ThreadlineError | null {
     case 'ToolCallNotFound':
     case 'NotificationNotFound':
       return new NotFoundError(refusal.message, options);
+    case 'InputTooLarge':
+      return new PayloadTooLargeError(refusal.message, options);
     case 'InputRejected':
     case 'ToolCallDecided':
     case 'UnchangedState':

@@ -194,10 +194,12 @@ export const definitions = {
   maxInputBytes: withDefault({
     env: 'THREADLINE_MAX_INPUT_BYTES',
     group: 'Gateway',
-    type: wholeNumber(1),
+    // A step's activity input can carry the newest input twice (window and new messages); Temporal caps one at 2 MB.
+    type: wholeNumber(1, 512 * 1024),
     default: defaultLimits.maxInputBytes,
     defaultText: `\`${defaultLimits.maxInputBytes}\` (${defaultLimits.maxInputBytes / 1024} KiB)`,
-    description: 'largest input (message, signal) JSON the gateway accepts, in bytes; larger ones get 413',
+    description:
+      'largest input (message, signal, one notification) JSON the gateway accepts, in bytes, at most 512 KiB; larger ones get 413. Threads the gateway starts take the same bound from any sender',
     readBy: SERVES_HTTP,
   }),
   httpHeadersTimeoutMs: withDefault({

@@ -4,12 +4,15 @@
  * the client branches on `type`, never on message text, and the gateway turns the client's errors into HTTP
  * statuses in one place.
  */
+import { jsonByteLength } from './vocabulary';
 
 export const failureTypes = [
   /** The payload does not match its schema (HTTP 400). */
   'InvalidInput',
   /** A limit of the thread refuses the input: queue full, too many lanes, inbox full (HTTP 409). */
   'InputRejected',
+  /** An input over the thread's `maxInputBytes` (HTTP 413): clients refuse these first; raw Temporal senders meet it. */
+  'InputTooLarge',
   /** A state signal identical to its lane's latest state: answered as `skipped`, never stored. */
   'UnchangedState',
   /** No run of the thread waits for this tool call's approval (HTTP 404). */
@@ -28,6 +31,7 @@ export type FailureType = (typeof failureTypes)[number];
 export interface FailureDetails {
   InvalidInput: { issues: string };
   InputRejected: { limit: string; value: number };
+  InputTooLarge: { limit: 'maxInputBytes'; value: number; bytes: number };
   UnchangedState: { laneId: string; version: number };
   ToolCallNotFound: { toolCallId: string };
   ToolCallDecided: { toolCallId: string };
@@ -62,4 +66,18 @@ export function parseInboxCursor(cursor: string): [number, string] {
     throw new ThreadRefusal('InvalidCursor', `Invalid cursor "${cursor}": pass a nextCursor as given.`, { cursor });
   }
   return [at, cursor.slice(colon + 1)];
+}
+
+/**
+ * Refuses a value over the thread's `maxInputBytes` as JSON: the clients check it first, so only raw Temporal senders
+ * meet this — and a thread must not store what its next step's activity input could not carry.
+ */
+export function refuseOversized(value: unknown, what: string, maxInputBytes: number): void {
+  const bytes = jsonByteLength(value);
+  if (bytes <= maxInputBytes) return;
+  throw new ThreadRefusal(
+    'InputTooLarge',
+    `${what} is ${bytes} bytes as JSON; this thread takes at most ${maxInputBytes} (its maxInputBytes). Send less.`,
+    { limit: 'maxInputBytes', value: maxInputBytes, bytes },
+  );
 }

@@ -31,6 +31,7 @@ export {
   inboxToolActions,
   invalidAttributeNameMessage,
   invalidTagNameMessage,
+  jsonByteLength,
   notificationPriorities,
   notificationStatusChanges,
   notificationStatuses,
@@ -436,20 +437,4 @@ export function describeZodError(error: z.ZodError): string {
       return `${path}: ${issue.message}`;
     })
     .join('; ');
-}
-
-/** The JSON size of a value in UTF-8 bytes, without Node's Buffer (this module runs in the workflow sandbox). */
-export function jsonByteLength(value: unknown): number {
-  const json = JSON.stringify(value) ?? '';
-  let bytes = 0;
-  for (let i = 0; i < json.length; i++) {
-    const code = json.charCodeAt(i);
-    if (code < 0x80) bytes += 1;
-    else if (code < 0x800) bytes += 2;
-    else if (code >= 0xd800 && code <= 0xdbff) {
-      bytes += 4;
-      i++;
-    } else bytes += 3;
-  }
-  return bytes;
 }

@@ -14,6 +14,12 @@ export interface ThreadConfig {
   maxSignalsPerExecution: number;
   /** Input ids remembered for idempotency (oldest forgotten first). */
   rememberInputs: number;
+  /**
+   * One input's size as JSON (a message, signal or state; each notification of a send). Clients refuse bigger ones
+   * first (THREADLINE_MAX_INPUT_BYTES, which the client also starts threads with); the thread refuses them from any
+   * sender, so a raw Temporal client cannot store what the next step could not carry (Temporal caps a payload at 2 MB).
+   */
+  maxInputBytes: number;
   maxQueueLength: number;
   maxPendingInputs: number;
   /** Stored conversation messages kept in the thread (oldest dropped first). */
@@ -52,6 +58,7 @@ export const defaultThreadConfig: ThreadConfig = {
   maxUpdatesPerExecution: 1_000,
   maxSignalsPerExecution: 5_000,
   rememberInputs: 2_000,
+  maxInputBytes: defaultLimits.maxInputBytes,
   maxQueueLength: defaultLimits.maxQueueLength,
   maxPendingInputs: defaultLimits.maxPendingInputs,
   maxStoredMessages: 2_000,

@@ -55,3 +55,19 @@ export const notificationStatusChanges = ['seen', 'dismiss', 'archive'] as const
 
 /** The inbox tool's actions (behaviour §4.4). */
 export const inboxToolActions = ['list', 'read', 'markSeen', 'dismiss', 'archive', 'search'] as const;
+
+/** The JSON size of a value in UTF-8 bytes, without Node's Buffer (the workflow sandbox has none). */
+export function jsonByteLength(value: unknown): number {
+  const json = JSON.stringify(value) ?? '';
+  let bytes = 0;
+  for (let i = 0; i < json.length; i++) {
+    const code = json.charCodeAt(i);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff) {
+      bytes += 4;
+      i++;
+    } else bytes += 3;
+  }
+  return bytes;
+}

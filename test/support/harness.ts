@@ -125,6 +125,21 @@ export async function within<T>(promise: Promise<T>, what: string, ms = 30_000):
   }
 }
 
+/** Sends `message` to the `tester` agent and waits (bounded) until the thread has completed a run after it. */
+export async function sendAndWaitForAnswer(h: Harness, t: ThreadTarget, message: string): Promise<void> {
+  const before = (await h.client.getThread(t))?.runsCompleted ?? 0;
+  await h.client.agent('tester').sendMessage(message, t);
+  await within(
+    (async () => {
+      while (((await h.client.getThread(t))?.runsCompleted ?? 0) <= before) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })(),
+    `an answer on ${t.threadId}`,
+    120_000,
+  );
+}
+
 /** Reads a stream until `done(event, all)` says so; fails after `timeoutMs` with what it saw. */
 export async function collectUntil(
   stream: AsyncIterable<ThreadEvent>,

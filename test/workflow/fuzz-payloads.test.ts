@@ -25,7 +25,7 @@ import * as definitions from '../../protocol/definitions';
 import { isFailureType } from '../../protocol/failures';
 import { threadKey } from '../../protocol/ids';
 import type { ThreadTarget } from '../../protocol/schemas';
-import { startHarness, within, type Harness } from '../support/harness';
+import { sendAndWaitForAnswer, startHarness, within, type Harness } from '../support/harness';
 import { argsArbitrary, payloadSpecs } from '../support/fuzz/payloads';
 
 const PAYLOADS = Number(process.env.THREADLINE_FUZZ_PAYLOADS ?? 300);
@@ -65,27 +65,12 @@ beforeAll(async () => {
   Runtime.install({ logger: new DefaultLogger('WARN', captureLog), shutdownSignals: [] });
   h = await startHarness();
   threads = Array.from({ length: THREADS }, () => h.thread());
-  for (const t of threads) await answered(t, 'Hello');
+  for (const t of threads) await sendAndWaitForAnswer(h, t, 'Hello');
 }, 300_000);
 
 afterAll(async () => {
   await h?.close();
 });
-
-/** Sends a real message and waits (bounded) for the thread to complete a run after it. */
-async function answered(t: ThreadTarget, message: string): Promise<void> {
-  const before = (await h.client.getThread(t))?.runsCompleted ?? 0;
-  await h.client.agent('tester').sendMessage(message, t);
-  await within(
-    (async () => {
-      while (((await h.client.getThread(t))?.runsCompleted ?? 0) <= before) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    })(),
-    `an answer on ${t.threadId}`,
-    120_000,
-  );
-}
 
 /** The thread's execution status and its last events, for a failure message. */
 async function howItStands(t: ThreadTarget): Promise<string> {
@@ -263,7 +248,7 @@ describe('raw Temporal payloads', () => {
       }
 
       // Every thread still answers.
-      for (const t of threads) await answered(t, 'Still there?');
+      for (const t of threads) await sendAndWaitForAnswer(h, t, 'Still there?');
 
       console.log(
         `[fuzz-payloads] ${PAYLOADS} payloads in ${seconds.toFixed(0)} s (seed ${SEED}); ${executions} executions, ` +

@@ -4,7 +4,7 @@
  * persisted without a run, or discarded.
  */
 import { echoPayload, echoType } from '../../protocol/events';
-import { ThreadRefusal } from '../../protocol/failures';
+import { ThreadRefusal, refuseOversized } from '../../protocol/failures';
 import { mergeAttributes } from '../../protocol/render';
 import { stateIndependentAction } from '../../protocol/routing';
 import type { InputAction, InputResult, ThreadInput } from '../../protocol/schemas';
@@ -43,6 +43,7 @@ export class Inputs {
    */
   validate(input: ThreadInput, gates: ThreadGates = this.gates): void {
     if (this.remembered.has(input.id)) return;
+    refuseOversized(input, 'The input', this.config.maxInputBytes);
     const { run } = this.s;
     this.lanes.validate(input);
     if (input.delivery === 'queue' && run && this.s.queue.length >= this.config.maxQueueLength) {

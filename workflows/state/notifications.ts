@@ -4,7 +4,7 @@
  * deliveries that waited for an idle thread, and one digest of every record due for a summary.
  */
 import type { DeliveryDecision } from '../../protocol/agent-profile';
-import { ThreadRefusal } from '../../protocol/failures';
+import { ThreadRefusal, refuseOversized } from '../../protocol/failures';
 import type { NotificationBatch, ThreadInput } from '../../protocol/schemas';
 import type { ThreadConfig } from '../../protocol/thread-config';
 import type { NotificationOutcome, NotificationRecord, NotificationSendResult } from '../../protocol/views';
@@ -37,6 +37,9 @@ export class Notifications {
   /** Refuses a send the inbox cannot take: pending records never leave it, so they bound it. */
   validate(batch: NotificationBatch): void {
     if (this.rememberedBatches.has(batch.id)) return;
+    for (const [i, notification] of batch.notifications.entries()) {
+      refuseOversized(notification, `Notification ${i}`, this.config.maxInputBytes);
+    }
     const open = this.s.inbox.filter((r) => !isClosed(r)).length;
     if (open + batch.notifications.length > this.config.maxInboxRecords) {
       throw new ThreadRefusal(

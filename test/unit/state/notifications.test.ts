@@ -96,6 +96,17 @@ describe('accepting notifications (behaviour §4.1, §4.2)', () => {
     expect(() => thread.validateNotifications(send(note('low')))).not.toThrow();
   });
 
+  it('refuses a send with a notification over maxInputBytes, naming it', () => {
+    const { thread } = active({ maxInputBytes: 500 });
+    const big = note('low', { summary: 'x'.repeat(600) });
+    expect(refusal(() => thread.validateNotifications(send(note('low'), big)))).toMatchObject({
+      type: 'InputTooLarge',
+      details: { limit: 'maxInputBytes', value: 500 },
+      message: expect.stringMatching(/^Notification 1 is \d+ bytes/),
+    });
+    expect(thread.view().inbox.total).toBe(0);
+  });
+
   it('applies the agent’s policy: persist stores the signal without waking, discard closes the record', () => {
     const { thread } = newThread();
     const persist: NotificationSettings = { policy: { default: 'persist' } };

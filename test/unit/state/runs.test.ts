@@ -68,6 +68,18 @@ describe('routing inputs (behaviour §2.1, §2.2)', () => {
     // An input the thread already took is answered as a duplicate, not refused.
     expect(() => thread.validate(input('m1'))).not.toThrow();
   });
+
+  it('refuses an input over maxInputBytes as JSON, counting UTF-8 bytes, whatever its behaviour', () => {
+    const { thread } = newThread({ maxInputBytes: 1_000 });
+    const persist = { ifIdle: { behavior: 'persist' as const }, ifActive: { behavior: 'persist' as const } };
+    expect(refusal(() => thread.validate(input('big', { contents: 'é'.repeat(450), ...persist })))).toMatchObject({
+      type: 'InputTooLarge',
+      details: { limit: 'maxInputBytes', value: 1_000, bytes: expect.any(Number) },
+      message: expect.stringMatching(/^The input is \d+ bytes as JSON; this thread takes at most 1000/),
+    });
+    expect(() => thread.validate(input('small', { contents: 'e'.repeat(450) }))).not.toThrow();
+    expect(thread.messages).toEqual([]);
+  });
 });
 
 describe('runs', () => {
