@@ -490,6 +490,11 @@ function buildRequest(op: Operation, attacker: Attacker, victim: Tenant, c: Choi
   if (op.hasBody) {
     headers['content-type'] = 'application/json';
     body = bodyText(sampleBody(op, target, victim, c), c, victim);
+    // A body without its own resourceId (left out, or only under __proto__) addresses the key's one resource.
+    const parsed = JSON.parse(body) as { resourceId?: unknown; threadId?: unknown };
+    if (!Object.hasOwn(parsed, 'resourceId') && typeof parsed.threadId === 'string' && attacker.owns.length === 1) {
+      namedByOwner.add(threadKey(attacker.owns[0].resourceId, parsed.threadId));
+    }
     if (op.path.endsWith('/fork')) {
       const to = (JSON.parse(body) as { to: ThreadTarget }).to;
       if (!attacker.owns.some((t) => t.resourceId === to.resourceId))
