@@ -60,7 +60,12 @@ export function checkInputs(
   for (const r of records) {
     const found = copies.get(`${r.thread}\u0000${r.id}`) ?? [];
     const where = `thread ${r.thread}, input ${r.id} (${r.route}, ${r.outcome}${r.action ? ` ${r.action}` : ''})`;
-    if (r.freshAnswers > 1) findings.duplicated.push(`${where}: answered ${r.freshAnswers} times without duplicate`);
+    // A persist or discard answer may come from the client itself (state-independent inputs go by signal-with-start,
+    // docs/signals.md): a resend is answered again without `duplicate`, and the thread applies it once (checked below).
+    const answeredByClient = r.action === 'persist' || r.action === 'discard';
+    if (r.freshAnswers > 1 && !answeredByClient) {
+      findings.duplicated.push(`${where}: answered ${r.freshAnswers} times without duplicate`);
+    }
     if (found.length > 1) {
       findings.duplicated.push(`${where}: stored ${found.length} times`);
       continue;
