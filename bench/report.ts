@@ -25,7 +25,8 @@ import type { NotificationsResult } from './notifications';
 import type { IngestCase, SignalIngestResult } from './signal-ingest';
 import type { StateIngestResult } from './state-ingest';
 import type { Summary } from './stats';
-import { bytesGrowthPerTurn, comparisons, evaluateTargets, largestInputAt, median } from './targets';
+import { bytesGrowthPerTurn, comparisons, evaluateTargets, largestInputAt, median, type TargetRow } from './targets';
+import { whyNot } from './why-not';
 
 export interface Machine {
   cpu: string;
@@ -142,6 +143,7 @@ function floorSections(r: BenchResults): string[] {
     '| --- | --- | --- | --- | --- |',
     ...rows.map((row) => `| ${row.id} | ${row.target} | ${row.measured} | ${row.bound} | ${verdict(row.met)} |`),
     '',
+    ...whyNotSection(rows, r),
     '### The bare-Temporal floor',
     '',
     'A workflow that records each input in its handler and runs the activities the input asks for in its main loop ' +
@@ -177,6 +179,20 @@ function floorSections(r: BenchResults): string[] {
         .map(([key, value]) => `\`${key}=${value}\``)
         .join(', ') || 'none'
     }.`,
+    '',
+  ];
+}
+
+/** What each unmet target's gap is made of, in this run's figures (bench/why-not.ts). */
+function whyNotSection(rows: TargetRow[], r: BenchResults): string[] {
+  const reasons = whyNot(rows, r);
+  if (reasons.length === 0) return [];
+  return [
+    '### Why the unmet targets are not met',
+    '',
+    "Each from this run's own measurements (bench/why-not.ts reads them); the sections below have the full tables.",
+    '',
+    ...reasons.map((reason) => `- **${reason.ids.join(', ')}.** ${reason.text}`),
     '',
   ];
 }

@@ -1,0 +1,190 @@
+/**
+ * Why an issue #12 target is not met, in this run's own figures: each explanation reads the measurements the target
+ * depends on (segments, events, workflow tasks, CPU), so BENCHMARKS.md says what the gap is made of, not only that it
+ * exists. Pure, like bench/targets.ts: test/unit/bench-report.test.ts holds it to synthetic results.
+ */
+import type { TargetRow } from './targets';
+
+interface Pcts {
+  p50: number;
+  p99: number;
+}
+
+/** The figures the explanations read (`BenchResults` has all of them). */
+export interface WhyNotInputs {
+  idleWake: {
+    freshThread: { segments: Record<string, { p50: number }> };
+    idleThread: { segments: Record<string, { p50: number }> };
+    floor: { toFirstDelta: Pcts };
+    temporalFloor: { series: { newByUpdate: { toActivity: Pcts }; idleByUpdate: { toActivity: Pcts } } };
+  };
+  signalIngest: Record<'oneThread' | 'manyThreads' | 'manyThreadsStateDependent', IngestCaseFigures> & {
+    floor: Record<'oneWorkflow' | 'manyByUpdate' | 'manyBySignal', { eventsPerInput: number }>;
+  };
+  history: { laterTurnTypes: string[] };
+  notifications: NotificationCaseFigures & { floor: { eventsPerInput: number }; paced: NotificationCaseFigures };
+  memory: { rssPerEvictedThread: number; heapPerEvictedThread: number };
+}
+
+interface IngestCaseFigures {
+  signals: number;
+  cpuSeconds: { benchProcess: number; devServer: number };
+  rpcAttempts: Record<string, number>;
+  history: { events: number; workflowTasks: number; activities: number; taskScheduleToStart: { p50: number } };
+  continueAsNew?: { spanningLatency: { p50: number; max: number }; otherLatency: { p50: number } };
+}
+
+interface NotificationCaseFigures {
+  accepted: number;
+  wakes: { runs: number; notificationsPerRun: number; modelRequests: number };
+  history: { eventsPerNotification: number; eventsByType: Record<string, number> };
+}
+
+export interface WhyNot {
+  /** The target ids it explains, e.g. `['2a', '2b']`. */
+  ids: string[];
+  text: string;
+}
+
+const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '–');
+const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '–');
+const f0 = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '–');
+
+/** The segments of a wake, largest first, as `name p50` (the names are bench/idle-wake.ts's). */
+function segmentList(segments: Record<string, { p50: number }>): string {
+  return Object.entries(segments)
+    .map(([name, s]) => `${name.replace(/^→ /, '')} ${f1(s.p50)} ms`)
+    .join('; ');
+}
+
+/** Events of one type per input, from a by-type count. */
+const per = (byType: Record<string, number>, type: string, inputs: number) => (byType[type] ?? 0) / inputs;
+
+/** A one-step turn with one update and one activity, as bare Temporal records it. */
+const bareTurn = [
+  'WorkflowTaskScheduled',
+  'WorkflowTaskStarted',
+  'WorkflowTaskCompleted',
+  'WorkflowExecutionUpdateAccepted',
+  'WorkflowExecutionUpdateCompleted',
+  'ActivityTaskScheduled',
+  'ActivityTaskStarted',
+  'ActivityTaskCompleted',
+  'WorkflowTaskScheduled',
+  'WorkflowTaskStarted',
+  'WorkflowTaskCompleted',
+];
+
+function ingestWhy(name: string, c: IngestCaseFigures, floorEvents: number): string {
+  const n = c.signals;
+  const cpu = ((c.cpuSeconds.benchProcess + c.cpuSeconds.devServer) / n) * 1000;
+  return (
+    `${name}: ${f2(c.history.events / n)} history events per input (the floor: ${f2(floorEvents)}), ` +
+    `${f2(c.history.workflowTasks / n)} workflow tasks and ${f2(c.history.activities / n)} activities per input; ` +
+    `a workflow task waited ${f1(c.history.taskScheduleToStart.p50)} ms p50 for a poller; ` +
+    `${f1(cpu)} CPU s per 1,000 inputs (this process + the dev server) on 2 cores`
+  );
+}
+
+/** One explanation per group of unmet targets; met targets get none. */
+export function whyNot(rows: TargetRow[], r: WhyNotInputs): WhyNot[] {
+  const unmet = new Set(rows.filter((row) => !row.met).map((row) => row.id));
+  const out: WhyNot[] = [];
+  const explain = (ids: string[], text: () => string) => {
+    const which = ids.filter((id) => unmet.has(id));
+    if (which.length > 0) out.push({ ids: which, text: text() });
+  };
+  const w = r.idleWake;
+
+  explain(['2a', '2b'], () => {
+    const floor = w.temporalFloor.series.idleByUpdate.toActivity.p50;
+    return (
+      `Where the idle wake goes, p50 (a): ${segmentList(w.idleThread.segments)}. The bare-Temporal floor does ` +
+      `update → activity code running in ${f1(floor)} ms and \`streamText\` needs ${f1(w.floor.toFirstDelta.p50)} ms ` +
+      `to its first text-delta; Threadline's workflow task carries the update's validation, the thread's state code ` +
+      `and a search-attribute upsert, and the step's start is observed through the bus (\`step-start\` at a subscriber).`
+    );
+  });
+  explain(['3a', '3b'], () => {
+    const floor = w.temporalFloor.series.newByUpdate.toActivity.p50;
+    return (
+      `Where a new thread's first input goes, p50 (a): ${segmentList(w.freshThread.segments)}. The floor's ` +
+      `update-with-start reaches activity code in ${f1(floor)} ms. Beating the floor needs an eager workflow start ` +
+      `(the first workflow task handed to a co-located worker in the start's answer); see docs/performance.md.`
+    );
+  });
+
+  const d = r.signalIngest;
+  explain(['6a'], () =>
+    ingestWhy(
+      'State-dependent inputs over 1,000 threads',
+      d.manyThreadsStateDependent,
+      d.floor.manyByUpdate.eventsPerInput,
+    ),
+  );
+  explain(['6b', '6c'], () =>
+    ingestWhy('Persist-only signals over 1,000 threads', d.manyThreads, d.floor.manyBySignal.eventsPerInput),
+  );
+  explain(['6d'], () => {
+    const c = d.oneThread;
+    const closing = Object.entries(c.rpcAttempts)
+      .filter(([status]) => /RESOURCE_EXHAUSTED/.test(status))
+      .reduce((sum, [, count]) => sum + count, 0);
+    const can = c.continueAsNew;
+    const spanning = can
+      ? ` Sends spanning a continue-as-new hand-over took ${f1(can.spanningLatency.p50)} ms p50 (${f1(can.spanningLatency.max)} max) against ${f1(can.otherLatency.p50)} for the rest.`
+      : '';
+    return `${ingestWhy('One thread', c, d.floor.oneWorkflow.eventsPerInput)}; ${closing} update attempts were turned away with RESOURCE_EXHAUSTED ("workflow is closing") during hand-overs.${spanning}`;
+  });
+
+  explain(['7a'], () => {
+    const types = r.history.laterTurnTypes;
+    const count = (type: string) => types.filter((t) => t === type).length;
+    const upserts = count('UpsertWorkflowSearchAttributes');
+    const activities = count('ActivityTaskScheduled');
+    const tasks = count('WorkflowTaskCompleted');
+    return (
+      `A later turn adds ${types.length} events (list in (c)); one update and one activity on bare Temporal take ` +
+      `${bareTurn.length}. Beyond those: ${upserts} \`UpsertWorkflowSearchAttributes\` (the thread's status when a run ` +
+      `starts and ends, issue #11's search attributes) and ${activities - 1} more activit${activities - 1 === 1 ? 'y' : 'ies'} ` +
+      `with ${tasks - 2} more workflow task${tasks - 2 === 1 ? '' : 's'} (${3 * (activities - 1) + 3 * (tasks - 2)} events): ` +
+      `\`publishEvents\`, which sends \`run-finish\`. The workflow decides that the run is over only after the step ` +
+      `returned (an input may have joined it meanwhile), and publishes a decision only once a committed workflow task ` +
+      `scheduled it; folding it into the step activity would announce decisions the workflow has not made.`
+    );
+  });
+
+  const n = r.notifications;
+  explain(['8a', '8b', '8c', '8d'], () => {
+    const t = n.history.eventsByType;
+    const k = n.accepted;
+    return (
+      `Per notification: ${f2(per(t, 'WorkflowTaskCompleted', k))} workflow tasks, ` +
+      `${f2(per(t, 'ActivityTaskScheduled', k))} activities, ${f2(per(t, 'TimerStarted', k))} timers, ` +
+      `${f2(per(t, 'UpsertWorkflowSearchAttributes', k))} search-attribute upserts: ` +
+      `${f1(n.history.eventsPerNotification)} events against the accept-only floor's ${f1(n.floor.eventsPerInput)}. ` +
+      `Each send is an update with a workflow task of its own (the answer — record id, coalesced or new — depends ` +
+      `on the inbox), and the ${f0(n.wakes.runs)} runs the digests woke (${f1(n.wakes.notificationsPerRun)} ` +
+      `notifications per run, ${f2(n.wakes.modelRequests / Math.max(1, n.wakes.runs))} model requests per run; paced: ` +
+      `${f1(n.paced.wakes.notificationsPerRun)} per run) add their steps, publishes and digest timers to the same ` +
+      `histories and the same 2 cores. A digest that comes due while its thread runs joins that run at its next step ` +
+      `boundary, which is one more model request.`
+    );
+  });
+
+  explain(['9'], () => {
+    const m = r.memory;
+    return (
+      `Of the ${f0(m.rssPerEvictedThread)} bytes of RSS per evicted thread, the V8 heap holds ${f0(m.heapPerEvictedThread)}: ` +
+      `the rest is native memory outside V8 (see (j) and docs/limits.md, worker memory).`
+    );
+  });
+  explain(
+    ['10a', '10b'],
+    () =>
+      'The gateway adds an HTTP request (auth, JSON parsing and validation) before the client call and an SSE hop (the ' +
+      'bus subscription, serialization, a socket write) after it; docs/performance.md has the CPU time each part ' +
+      'takes per request.',
+  );
+  return out;
+}

@@ -1,0 +1,111 @@
+/**
+ * BENCHMARKS.md's "why not" list (bench/why-not.ts): each unmet target explained with the run's own figures, on
+ * synthetic results; met targets explained by nothing.
+ */
+import { describe, expect, it } from 'vitest';
+import type { TargetRow } from '../../bench/targets';
+import { whyNot, type WhyNotInputs } from '../../bench/why-not';
+
+const row = (id: string, met: boolean): TargetRow => ({ id, target: id, measured: '', bound: '', met });
+const pcts = (p50: number, p99: number) => ({ p50, p99 });
+const ingestCase = (signals: number, events: number, tasks: number, activities: number) => ({
+  signals,
+  cpuSeconds: { benchProcess: 10, devServer: 20 },
+  rpcAttempts: { OK: signals, 'RESOURCE_EXHAUSTED: workflow is closing': 7 },
+  history: { events, workflowTasks: tasks, activities, taskScheduleToStart: { p50: 12.5 } },
+  continueAsNew: { spanningLatency: { p50: 300, max: 2000 }, otherLatency: { p50: 40 } },
+});
+const notificationCase = (accepted: number, runs: number) => ({
+  accepted,
+  wakes: { runs, notificationsPerRun: accepted / runs, modelRequests: runs * 2 },
+  history: {
+    eventsPerNotification: 12.5,
+    eventsByType: {
+      WorkflowTaskCompleted: accepted * 1.5,
+      ActivityTaskScheduled: accepted,
+      TimerStarted: accepted / 2,
+    },
+  },
+});
+
+function inputs(): WhyNotInputs {
+  return {
+    idleWake: {
+      freshThread: { segments: { '→ workflow task started (matched to a poller)': { p50: 26.5 } } },
+      idleThread: {
+        segments: {
+          'send → start or update recorded by the server': { p50: 3.3 },
+          '→ workflow task completed (poll response, activation, workflow code, reply)': { p50: 11.5 },
+        },
+      },
+      floor: { toFirstDelta: pcts(5.1, 25.8) },
+      temporalFloor: {
+        series: { newByUpdate: { toActivity: pcts(46, 90) }, idleByUpdate: { toActivity: pcts(15.4, 40) } },
+      },
+    },
+    signalIngest: {
+      oneThread: ingestCase(3000, 10_000, 900, 400),
+      manyThreads: ingestCase(3000, 12_000, 3000, 1000),
+      manyThreadsStateDependent: ingestCase(3000, 35_000, 6000, 3000),
+      floor: {
+        oneWorkflow: { eventsPerInput: 3 },
+        manyByUpdate: { eventsPerInput: 5 },
+        manyBySignal: { eventsPerInput: 4 },
+      },
+    },
+    history: {
+      laterTurnTypes: [
+        ...['WorkflowTaskScheduled', 'WorkflowTaskStarted', 'WorkflowTaskCompleted'],
+        ...['WorkflowExecutionUpdateAccepted', 'WorkflowExecutionUpdateCompleted', 'UpsertWorkflowSearchAttributes'],
+        ...['ActivityTaskScheduled', 'ActivityTaskStarted', 'ActivityTaskCompleted'],
+        ...['WorkflowTaskScheduled', 'WorkflowTaskStarted', 'WorkflowTaskCompleted', 'UpsertWorkflowSearchAttributes'],
+        ...['ActivityTaskScheduled', 'ActivityTaskStarted', 'ActivityTaskCompleted'],
+        ...['WorkflowTaskScheduled', 'WorkflowTaskStarted', 'WorkflowTaskCompleted'],
+      ],
+    },
+    notifications: {
+      ...notificationCase(10_000, 3_500),
+      floor: { eventsPerInput: 5 },
+      paced: notificationCase(2_000, 800),
+    },
+    memory: { rssPerEvictedThread: 104_296, heapPerEvictedThread: 1_343 },
+  };
+}
+
+describe('why the unmet targets are not met', () => {
+  it('says nothing about met targets', () => {
+    expect(
+      whyNot(
+        ['2a', '2b', '7a', '9'].map((id) => row(id, true)),
+        inputs(),
+      ),
+    ).toEqual([]);
+  });
+
+  it('groups the unmet ids of one cause and reads the figures of the run', () => {
+    const reasons = whyNot([row('2a', false), row('2b', true), row('6a', false), row('8c', false)], inputs());
+    expect(reasons.map((r) => r.ids)).toEqual([['2a'], ['6a'], ['8c']]);
+    const [wake, ingest, notifications] = reasons.map((r) => r.text);
+    expect(wake).toContain('workflow task completed (poll response, activation, workflow code, reply) 11.5 ms');
+    expect(wake).toContain('15.4 ms');
+    // 35,000 events / 3,000 inputs against the update-with-start floor's 5; 30 CPU s per 3,000 = 10 per 1,000.
+    expect(ingest).toContain('11.67 history events per input (the floor: 5.00)');
+    expect(ingest).toContain('10.0 CPU s per 1,000 inputs');
+    expect(notifications).toContain('1.50 workflow tasks');
+    expect(notifications).toContain('2.9 notifications per run');
+  });
+
+  it('splits a turn into the bare update-and-activity turn and what Threadline adds', () => {
+    const [turn] = whyNot([row('7a', false)], inputs());
+    expect(turn.text).toContain('A later turn adds 19 events');
+    expect(turn.text).toContain('take 11');
+    expect(turn.text).toContain('2 `UpsertWorkflowSearchAttributes`');
+    expect(turn.text).toContain('1 more activity with 1 more workflow task (6 events)');
+  });
+
+  it('counts the hand-over refusals of one thread', () => {
+    const [one] = whyNot([row('6d', false)], inputs());
+    expect(one.text).toContain('7 update attempts were turned away');
+    expect(one.text).toContain('300.0 ms p50 (2000.0 max)');
+  });
+});
