@@ -17,7 +17,9 @@ import { type EventDraft, type ThreadEvent } from '../protocol/events';
 /*
  * Each entry stores `p` (the id of the entry before it, `0-0` for the first of a stream) and `e` (the event JSON
  * without its id). A subscriber that has seen up to `lastId` and reads an entry whose `p` is newer than `lastId`
- * knows entries in between were trimmed: that is the gap test, exact even with approximate trimming.
+ * knows entries in between were trimmed: that is the gap test, exact even with approximate trimming. An entry whose
+ * `p` is `0-0` read after a `lastId` began the stream anew: Redis lost it (restarted without persistence, or the
+ * stream expired), so the events after `lastId` may be gone too: also a gap.
  *
  * The keys hash maps event key -> stream id. A key whose entry was trimmed no longer counts as published (the
  * entry lookup comes back empty). Once the hash holds more than twice `maxEvents` (+200) fields, the script drops
@@ -263,9 +265,7 @@ export class RedisBus implements EventBus {
         const reply = await connection.xread('COUNT', readBatch, 'BLOCK', blockMs, 'STREAMS', stream, lastId);
         for (const [id, fields] of reply?.[0]?.[1] ?? []) {
           if (stopped()) return;
-          if (compareIds(parseStreamId(field(fields, 'p')), parseStreamId(lastId)) > 0) {
-            yield { kind: 'gap', oldestId: id };
-          }
+          if (startsAfterGap(field(fields, 'p'), lastId)) yield { kind: 'gap', oldestId: id };
           yield { kind: 'event', event: toEvent(id, field(fields, 'e')) };
           lastId = id;
         }
@@ -343,6 +343,17 @@ function parseStreamId(id: string): StreamId {
 
 function formatId([ms, seq]: StreamId): string {
   return `${ms}-${seq}`;
+}
+
+/**
+ * Whether the entry after `lastId` (whose predecessor was `previous` when it was added) leaves out events: its
+ * predecessor is newer than `lastId` (entries between were trimmed), or it began the stream anew (`0-0`) although the
+ * subscriber had a position in it: the stream was lost (Redis restarted without its data, or the stream expired)
+ * and events after `lastId` may have gone with it.
+ */
+function startsAfterGap(previous: string, lastId: string): boolean {
+  if (previous === '0-0') return lastId !== '0-0';
+  return compareIds(parseStreamId(previous), parseStreamId(lastId)) > 0;
 }
 
 function compareIds(a: StreamId, b: StreamId): number {
