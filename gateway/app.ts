@@ -8,7 +8,6 @@
  * (`./console`), which needs no key itself and calls `/api` with the user's.
  */
 import { Hono, type Context } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { agentCatalog, type AgentSource } from './agents';
@@ -16,6 +15,7 @@ import type { ThreadlineClient } from '../client/connect';
 import { PayloadTooLargeError, isRateLimitedError, isThreadlineError, isUnauthorizedError } from '../protocol/errors';
 import { defaultGatewaySettings, type GatewaySettings } from '../config/settings';
 import { ApiKeyRing, identifyCaller, type GatewayEnv } from './auth';
+import { limitBody } from './body-limit';
 import { SubscriberLimit, TokenBuckets, type RateLimiter } from './limits';
 import { API_PREFIX, registerRoute } from './route';
 import { gatewayRoutes } from './routes';
@@ -84,7 +84,7 @@ export function createGateway(options: GatewayOptions): Hono<GatewayEnv> {
   const maxBodyBytes = client.limits.maxInputBytes * 2 + 64 * 1024;
   app.use(
     guarded,
-    bodyLimit({
+    limitBody({
       maxSize: maxBodyBytes,
       onError: (c) => {
         // The rest of the body is never read, and the server gives up on the connection soon after: say so, or a

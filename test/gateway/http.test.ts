@@ -680,6 +680,31 @@ describe('bad input', () => {
     await rejects(413, /request body is over/, (t) => ({ ...t, message: 'y'.repeat(5 * 1024 * 1024) }));
   });
 
+  it('bounds a chunked body (no Content-Length) while it is read: 413 over the bound, taken under it', async () => {
+    // The size of a body with Content-Length is judged by the header (gateway/body-limit.ts); one sent in chunks is
+    // counted as it arrives.
+    const chunked = (body: unknown) =>
+      fetch(`${gateway.url}/api/agents/tester/send-message`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        duplex: 'half',
+        body: new ReadableStream({
+          start(controller) {
+            controller.enqueue(new TextEncoder().encode(JSON.stringify(body)));
+            controller.close();
+          },
+        }),
+      } as RequestInit);
+    const fresh = h.thread();
+    const over = await chunked({ ...fresh, message: 'y'.repeat(700 * 1024) });
+    expect(over.status).toBe(413);
+    expect(((await over.json()) as ErrorBody).error.message).toMatch(/request body is over/);
+    expect(await messageCount(fresh)).toBeNull();
+    const taken = await chunked({ ...fresh, message: 'hi' });
+    expect(taken.status).toBe(200);
+    expect(((await taken.json()) as InputResult).action).toBe('wake');
+  });
+
   it('answers JSON 404 for an unknown route', async () => {
     for (const [method, path] of [
       ['GET', '/api/nope'],
