@@ -15,19 +15,14 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
-import {
-  Client,
-  Connection,
-  defaultGrpcRetryOptions,
-  makeGrpcRetryInterceptor,
-  type WorkflowClient,
-} from '@temporalio/client';
+import { Client, Connection, makeGrpcRetryInterceptor, type WorkflowClient } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { ThreadEvent } from '../protocol/events';
 import type { ThreadTarget } from '../protocol/schemas';
 import { threadKey } from '../protocol/ids';
 import { defaultThreadConfig } from '../protocol/thread-config';
 import { connect, type AgentClient } from '../client/connect';
+import { threadlineGrpcRetryOptions } from '../client/grpc-retry';
 import { wallClock, workerLog, type BenchEnv } from './env';
 import { floorIngest, type FloorIngestCase } from './floor/ingest';
 import { countClientErrors, eventTypeName, historyChain, inputEvents, mapLimit } from './temporal-helpers';
@@ -422,7 +417,7 @@ async function instrumentedClient(
     });
   const connection = await Connection.connect({
     address: (env.client.temporal.connection as Connection).options.address,
-    interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), count],
+    interceptors: [makeGrpcRetryInterceptor(threadlineGrpcRetryOptions()), count],
   });
   const temporal = new Client({ connection, namespace: env.client.temporal.options.namespace });
   const client = await connect({ client: temporal, bus: env.client.bus, taskQueue: env.client.taskQueue });

@@ -45,6 +45,7 @@ import {
   type ThreadTarget,
 } from '../protocol/schemas';
 import { DEFAULT_TASK_QUEUE, temporalConnectionFromEnv, temporalConnectionOptions } from '../config/settings';
+import { threadlineConnectionOptions } from './grpc-retry';
 import { subscribe, type ThreadSubscription } from './subscription';
 import { listThreads, type ThreadListFilters, type ThreadListOptions } from './thread-list';
 import { forkThread, inspectThreadStep, listThreadSteps } from './time-travel';
@@ -609,7 +610,9 @@ export class AgentClient {
 export async function connect(options: ConnectOptions = {}): Promise<ThreadlineClient> {
   if (options.client) return new ThreadlineClient(options.client, options, null);
   const { temporal: settings, address } = temporalConnectionFromEnv(process.env);
-  const connection = await Connection.connect(temporalConnectionOptions(settings, options.address ?? address));
+  const connection = await Connection.connect(
+    threadlineConnectionOptions(temporalConnectionOptions(settings, options.address ?? address)),
+  );
   const temporal = new Client({ connection, namespace: options.namespace ?? settings.namespace });
   return new ThreadlineClient(temporal, { ...options, taskQueue: options.taskQueue ?? settings.taskQueue }, connection);
 }

@@ -4,6 +4,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { connect } from '../client/connect';
+import { threadlineConnectionOptions } from '../client/grpc-retry';
 import { isEntryPoint, runEntry } from '../config/entry';
 import { readSettings, temporalAddress, temporalConnectionOptions, type Settings } from '../config/settings';
 import { configureLogging, logger } from '../observability';
@@ -22,7 +23,9 @@ export async function runGateway(settings: Settings): Promise<void> {
   if (!settings.redisUrl) {
     log.warn('REDIS_URL is not set: this gateway only sees events of workers in its own process.');
   }
-  const connection = await Connection.connect(temporalConnectionOptions(temporal, address));
+  const connection = await Connection.connect(
+    threadlineConnectionOptions(temporalConnectionOptions(temporal, address)),
+  );
   const client = await connect({
     redisUrl: settings.redisUrl,
     client: new Client({ connection, namespace: temporal.namespace, interceptors: temporalClientInterceptors() }),

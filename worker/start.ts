@@ -15,6 +15,7 @@ import { agents } from '../agents/served';
 import { summarizeAgents } from '../agents/summary';
 import { createBus } from '../bus';
 import { connect } from '../client/connect';
+import { threadlineConnectionOptions } from '../client/grpc-retry';
 import { isEntryPoint, runEntry } from '../config/entry';
 import { readSettings, temporalConnectionOptions, type Settings } from '../config/settings';
 import { describeAccess } from '../gateway/auth';
@@ -70,7 +71,9 @@ export async function startStack(settings: Settings, env: NodeJS.ProcessEnv): Pr
   });
   const workerRun = worker.run();
 
-  const connection = await Connection.connect(temporalConnectionOptions(temporal, address));
+  const connection = await Connection.connect(
+    threadlineConnectionOptions(temporalConnectionOptions(temporal, address)),
+  );
   const client = await connect({
     bus,
     client: new Client({ connection, namespace: temporal.namespace, interceptors: temporalClientInterceptors() }),
