@@ -427,10 +427,10 @@ function ingestSection(d: SignalIngestResult): string[] {
       `down). The server's hand-over takes ${[...can(one).handOverMs, ...can(eight).handOverMs].map(int).join(', ')} ` +
       'ms (last update of one execution to the first of the next), but updates arriving meanwhile are turned away ' +
       `with RESOURCE_EXHAUSTED "workflow is closing" (${int(closingRejections(one) + closingRejections(eight))} ` +
-      'attempts), and the Temporal client retries that status after ≈ 1.7 s (its default gRPC backoff for ' +
-      `RESOURCE_EXHAUSTED): sends spanning a hand-over took up to ${ms(Math.max(can(one).spanningLatency.max, can(eight).spanningLatency.max))} ms, ` +
+      "attempts), which Threadline's client resends from 50 ms (client/grpc-retry.ts; the SDK's own first wait for " +
+      `RESOURCE_EXHAUSTED is ≈ 1.7 s): sends spanning a hand-over took up to ${ms(Math.max(can(one).spanningLatency.max, can(eight).spanningLatency.max))} ms, ` +
       `the maximum of both cases, against p99 ${ms(can(one).otherLatency.p99)} / ${ms(can(eight).otherLatency.p99)} ms ` +
-      'for the rest. A retry of that status on the order of the hand-over (≈ 100 ms) would remove most of it.',
+      'for the rest.',
     `- **Snapshot size.** Each continue-as-new carries the thread (stored messages, remembered input ids) as the ` +
       `next execution's input: ${handOvers.map(kib).join(', ')} at the hand-overs of the first case, the last ` +
       `with ${storedAtHandOver.toLocaleString('en-US')} stored ${d.contentsBytes}-character notifications ` +
