@@ -7,6 +7,7 @@
  * const agent = threadline.agent('support');
  */
 export { AgentClient, connect, ThreadlineClient, type ConnectOptions, type SendResult } from './connect';
+export { threadlineConnectionOptions, threadlineGrpcRetryOptions } from './grpc-retry';
 export type { IngressLimits } from './inputs';
 export type { ThreadSubscription } from './subscription';
 export {
