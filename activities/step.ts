@@ -83,6 +83,9 @@ export function stepCallOptions(
   };
 }
 
+/** While the model streams, a part heartbeats if this long passed since the last heartbeat (well under Core's throttle). */
+const PART_HEARTBEAT_MS = 200;
+
 /** Runs one step, counted in `threadline_steps_total` by outcome and timed in `threadline_step_duration_seconds`. */
 export async function runStep(deps: StepDeps, input: StepInput): Promise<StepResult> {
   const agent = deps.agents.get(input.agentId);
@@ -127,8 +130,15 @@ async function step(
 
   const signals = await runProcessors(agent, input, out, cancelled);
 
-  // Heartbeats carry cancellation to the activity; keep them flowing while the provider is slow to answer.
-  const heartbeat = setInterval(() => ctx.heartbeat(), Math.max(200, (ctx.info.heartbeatTimeoutMs ?? 10_000) / 3));
+  // Heartbeats carry cancellation to the activity; keep them flowing while the provider is slow to answer, and while
+  // it streams, at most one per PART_HEARTBEAT_MS: each call is a trip through the SDK's pipeline into Core, which
+  // sends one per throttle interval (a second by default) whatever the number of calls.
+  let lastBeat = performance.now();
+  const beat = () => {
+    lastBeat = performance.now();
+    ctx.heartbeat();
+  };
+  const heartbeat = setInterval(beat, Math.max(200, (ctx.info.heartbeatTimeoutMs ?? 10_000) / 3));
   const content: AssistantPart[] = [];
   const toolCalls: ToolCall[] = [];
   let finishReason = 'unknown';
@@ -149,7 +159,7 @@ async function step(
     });
     const texts = new Map<string, { type: 'text' | 'reasoning'; text: string }>();
     for await (const part of result.fullStream) {
-      ctx.heartbeat();
+      if (performance.now() - lastBeat >= PART_HEARTBEAT_MS) beat();
       switch (part.type) {
         case 'text-start': {
           const entry = { type: 'text' as const, text: '' };
