@@ -18,6 +18,7 @@ export {
   RateLimitedError,
   ThreadlineError,
   UnauthorizedError,
+  UnavailableError,
   ValidationError,
   isConflictError,
   isForbiddenError,
@@ -25,5 +26,6 @@ export {
   isRateLimitedError,
   isThreadlineError,
   isUnauthorizedError,
+  isUnavailableError,
   isValidationError,
 } from '../protocol/errors';

@@ -12,7 +12,8 @@ import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { agentCatalog, type AgentSource } from './agents';
 import type { ThreadlineClient } from '../client/connect';
-import { PayloadTooLargeError, isRateLimitedError, isThreadlineError, isUnauthorizedError } from '../protocol/errors';
+import { temporalUnavailable } from '../client/unavailable';
+import { PayloadTooLargeError, isRetryLaterError, isThreadlineError, isUnauthorizedError } from '../protocol/errors';
 import { defaultGatewaySettings, type GatewaySettings } from '../config/settings';
 import { ApiKeyRing, identifyCaller, type GatewayEnv } from './auth';
 import { limitBody } from './body-limit';
@@ -114,11 +115,17 @@ export function createGateway(options: GatewayOptions): Hono<GatewayEnv> {
   return app;
 }
 
-/** Maps errors to HTTP in one place: Threadline errors by their status, with the headers their status calls for. */
-function errorResponse(err: Error, c: Context<GatewayEnv>, log: Logger): Response {
+/**
+ * Maps errors to HTTP in one place: Threadline errors by their status, with the headers their status calls for; a
+ * transient Temporal failure is a 503 with Retry-After (`../client/unavailable`), logged with Temporal's details.
+ */
+function errorResponse(cause: Error, c: Context<GatewayEnv>, log: Logger): Response {
+  const unavailable = temporalUnavailable(cause);
+  if (unavailable) log.warn({ err: cause, requestId: c.get('requestId') }, 'Temporal failed a request: answered 503');
+  const err = unavailable ?? cause;
   if (isThreadlineError(err)) {
     if (isUnauthorizedError(err)) c.header('WWW-Authenticate', 'Bearer realm="threadline"');
-    if (isRateLimitedError(err) && err.retryAfterSeconds !== undefined) {
+    if (isRetryLaterError(err) && err.retryAfterSeconds !== undefined) {
       c.header('Retry-After', String(err.retryAfterSeconds));
     }
     return c.json({ error: { type: err.name, message: err.message } }, err.status as 400);

@@ -60,6 +60,9 @@ const STATUS_TEXT: Record<number, string> = {
   503: 'Not ready: a dependency (Temporal, Redis) does not answer; the error names it.',
 };
 
+/** A 503 under /api: a transient Temporal failure (`client/unavailable.ts`). */
+const UNAVAILABLE_TEXT = 'Temporal failed the request for a passing reason: send it again after Retry-After.';
+
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
 /** The document for `routes`: every route with its parameters, body schema, responses and summary. */
@@ -145,7 +148,7 @@ function responses(route: Route, guarded: boolean): Record<string, unknown> {
   const params = pathParams(route.path);
   const statuses = new Set<number>(route.statuses ?? []);
   if (route.body || route.query || params.length > 0) statuses.add(400);
-  if (guarded) statuses.add(401).add(429);
+  if (guarded) statuses.add(401).add(429).add(503);
   if (route.thread !== 'none') statuses.add(403);
   if (params.includes('agentId')) statuses.add(404);
   if (route.body) statuses.add(413).add(415);
@@ -163,8 +166,10 @@ function responses(route: Route, guarded: boolean): Record<string, unknown> {
     .map((status) => [
       String(status),
       {
-        description: STATUS_TEXT[status] ?? 'Error.',
-        ...(status === 429 ? { headers: { 'Retry-After': { schema: { type: 'integer' } } } } : {}),
+        description: (status === 503 && guarded ? UNAVAILABLE_TEXT : STATUS_TEXT[status]) ?? 'Error.',
+        ...(status === 429 || (status === 503 && guarded)
+          ? { headers: { 'Retry-After': { schema: { type: 'integer' } } } }
+          : {}),
         content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
       },
     ]);

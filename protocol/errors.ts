@@ -53,10 +53,8 @@ export class ForbiddenError extends ThreadlineError {
   override readonly status = 403;
 }
 
-/** Too many requests (rate limit) or too many of something at once (subscribers per thread). HTTP 429. */
-export class RateLimitedError extends ThreadlineError {
-  override name = 'RateLimitedError';
-  override readonly status = 429;
+/** An error a retry can get past: its wait, sent as `Retry-After`. */
+export abstract class RetryLaterError extends ThreadlineError {
   /** Seconds after which a retry can succeed, sent as `Retry-After`; undefined when no wait is known to help. */
   readonly retryAfterSeconds?: number;
 
@@ -66,6 +64,22 @@ export class RateLimitedError extends ThreadlineError {
   }
 }
 
+/** Too many requests (rate limit) or too many of something at once (subscribers per thread). HTTP 429. */
+export class RateLimitedError extends RetryLaterError {
+  override name = 'RateLimitedError';
+  override readonly status = 429;
+}
+
+/**
+ * Temporal failed the request for a passing reason (it does not answer, is overloaded, or answered "please retry"),
+ * after its client's own retries. Nothing says the request was wrong: send it again after `retryAfterSeconds` (a send
+ * resent with the same id is applied once). HTTP 503 with `Retry-After`.
+ */
+export class UnavailableError extends RetryLaterError {
+  override name = 'UnavailableError';
+  override readonly status = 503;
+}
+
 export const isThreadlineError = (e: unknown): e is ThreadlineError => e instanceof ThreadlineError;
 export const isValidationError = (e: unknown): e is ValidationError => e instanceof ValidationError;
 export const isNotFoundError = (e: unknown): e is NotFoundError => e instanceof NotFoundError;
@@ -73,3 +87,5 @@ export const isConflictError = (e: unknown): e is ConflictError => e instanceof 
 export const isUnauthorizedError = (e: unknown): e is UnauthorizedError => e instanceof UnauthorizedError;
 export const isForbiddenError = (e: unknown): e is ForbiddenError => e instanceof ForbiddenError;
 export const isRateLimitedError = (e: unknown): e is RateLimitedError => e instanceof RateLimitedError;
+export const isUnavailableError = (e: unknown): e is UnavailableError => e instanceof UnavailableError;
+export const isRetryLaterError = (e: unknown): e is RetryLaterError => e instanceof RetryLaterError;

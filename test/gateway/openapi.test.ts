@@ -101,8 +101,9 @@ describe('GET /api/openapi.json', () => {
 
       const codes = Object.keys(op.responses);
       if (path.startsWith('/api/')) {
-        expect(codes, route).toEqual(expect.arrayContaining(['401', '429']));
+        expect(codes, route).toEqual(expect.arrayContaining(['401', '429', '503']));
         expect(op.responses['429'].headers, route).toHaveProperty('Retry-After');
+        expect(op.responses['503'].headers, route).toHaveProperty('Retry-After');
         expect(op.security, route).toBeUndefined();
       } else {
         expect(op.security, route).toEqual([]);
@@ -130,7 +131,7 @@ describe('GET /api/openapi.json', () => {
     expect(body.properties.ifIdle).toMatchObject({
       properties: { behavior: { enum: ['wake', 'persist', 'discard'] } },
     });
-    expect(Object.keys(send.responses)).toEqual(['200', '400', '401', '403', '404', '409', '413', '415', '429']);
+    expect(Object.keys(send.responses)).toEqual(['200', '400', '401', '403', '404', '409', '413', '415', '429', '503']);
     expect(send.parameters).toContainEqual(expect.objectContaining({ name: 'Idempotency-Key', in: 'header' }));
 
     const cancel = bodySchema(doc.paths['/api/agents/{agentId}/threads/cancel-queued'].post)!;
