@@ -1,13 +1,23 @@
 /**
- * Faults on a seeded schedule: a worker SIGKILLed every few seconds and started again, a gateway SIGKILLed (its
- * streams cut mid-flight) and started again on its port, Redis restarted, the Temporal server SIGKILLed and started
+ * Faults on a seeded schedule: a worker SIGKILLed every few seconds and started again at once (one of several, so
+ * one always serves), a gateway SIGKILLed (its streams cut mid-flight) and started again on its port, Redis restarted
+ * with its data (append-only file) and restarted empty (its data lost), the Temporal server SIGKILLed and started
  * again on the same database. The first part of the run is calm, to measure latencies without faults.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
 import type { Rng } from './random';
 import type { Topology } from './topology';
 
-export type FaultKind = 'worker-kill' | 'gateway-kill' | 'redis-restart' | 'temporal-kill';
+export type FaultKind = 'worker-kill' | 'gateway-kill' | 'redis-restart' | 'redis-wipe' | 'temporal-kill';
+
+export const FAULT_KINDS: readonly FaultKind[] = [
+  'worker-kill',
+  'gateway-kill',
+  'redis-restart',
+  'redis-wipe',
+  'temporal-kill',
+];
 
 export interface FaultWindow {
   kind: FaultKind;
@@ -28,8 +38,9 @@ export interface FaultPlan {
 
 /**
  * The schedule over `[start, end)`: calm for the first 15% (at most a minute), then worker kills every
- * `workerKillEveryMs` (±50%), and gateway kills, Redis restarts and Temporal kills spread over the rest, each at
- * least once, repeating about every 50 s, 80 s and 110 s on long runs.
+ * `workerKillEveryMs` (±1/3: 3–6 s for 4.5 s), and gateway kills, Redis restarts (data kept), Redis restarts with
+ * the data lost and Temporal kills spread over the rest, each at least once, repeating about every 50 s, 80 s, 90 s
+ * and 110 s on long runs.
  */
 export function planFaults(
   rng: Rng,
@@ -42,7 +53,7 @@ export function planFaults(
   const from = start + calm;
   const span = end - from;
   const plan: FaultPlan[] = [];
-  for (let t = from + rng.between(0, workerKillEveryMs); t < end; t += workerKillEveryMs * rng.between(0.5, 1.5)) {
+  for (let t = from + rng.between(0, workerKillEveryMs); t < end; t += workerKillEveryMs * rng.between(2 / 3, 4 / 3)) {
     plan.push({ at: t, kind: 'worker-kill' });
   }
   const spread = (kind: FaultKind, firstAt: number, everyMs: number) => {
@@ -50,16 +61,21 @@ export function planFaults(
       plan.push({ at: t, kind });
   };
   spread('gateway-kill', rng.between(0.15, 0.3), 50_000);
-  spread('redis-restart', rng.between(0.35, 0.5), 80_000);
-  if (temporal) spread('temporal-kill', rng.between(0.55, 0.7), 110_000);
+  spread('redis-restart', rng.between(0.3, 0.4), 80_000);
+  spread('redis-wipe', rng.between(0.45, 0.55), 90_000);
+  if (temporal) spread('temporal-kill', rng.between(0.6, 0.75), 110_000);
   return plan.sort((a, b) => a.at - b.at);
 }
 
+/** Why a planned fault was not injected, by kind and reason. */
+export type SkippedFaults = Partial<Record<FaultKind, Record<string, number>>>;
+
 export class FaultInjector {
   readonly windows: FaultWindow[] = [];
-  /** Faults not injected because the previous one of the kind had not recovered (or no worker could be spared). */
-  readonly skipped: Partial<Record<FaultKind, number>> = {};
-  private readonly busy = new Set<FaultKind | `worker-${number}` | `gateway-${number}`>();
+  /** Faults not injected, and why (no worker could be spared, the previous fault of the process not recovered). */
+  readonly skipped: SkippedFaults = {};
+  /** The processes being killed or started again (`worker-0`, `gateway-1`, `redis`, `temporal`). */
+  private readonly busy = new Set<string>();
   private readonly recoveries: Promise<void>[] = [];
   private stopped = false;
 
@@ -67,6 +83,8 @@ export class FaultInjector {
     private readonly topology: Topology,
     private readonly rng: Rng,
     private readonly log: (line: string) => void,
+    /** Reads what Redis holds just before it loses its data (its writes paused meanwhile). */
+    private readonly beforeWipe?: (redis: Redis) => Promise<void>,
   ) {}
 
   /** Injects each planned fault at its time; resolves once the plan is through (recoveries may still run). */
@@ -91,12 +109,7 @@ export class FaultInjector {
   }
 
   counts(): Record<FaultKind, number> {
-    const counts: Record<FaultKind, number> = {
-      'worker-kill': 0,
-      'gateway-kill': 0,
-      'redis-restart': 0,
-      'temporal-kill': 0,
-    };
+    const counts = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
     for (const w of this.windows) counts[w.kind]++;
     return counts;
   }
@@ -105,10 +118,11 @@ export class FaultInjector {
     const t = this.topology;
     switch (kind) {
       case 'worker-kill': {
-        // Never both: one worker always serves, as in a deployment that loses one machine at a time.
-        const candidates = [0, 1].filter((i) => t.workerUp(i) && t.workerUp(1 - i));
-        if (candidates.length === 0) return this.skip(kind);
-        const i = this.rng.pick(candidates);
+        // Never the last one serving: a deployment loses one machine at a time, and the others carry the threads.
+        // A killed worker is started again at once; a worker still starting is not serving and is not killed.
+        const up = Array.from({ length: t.workerCount }, (_, i) => i).filter((i) => t.workerUp(i));
+        if (up.length < 2) return this.skip(kind, 'only one worker serving, the others still starting');
+        const i = this.rng.pick(up);
         return this.cycle(
           kind,
           `worker ${i + 1}`,
@@ -119,7 +133,7 @@ export class FaultInjector {
       }
       case 'gateway-kill': {
         const candidates = [0, 1].filter((i) => t.gatewayUp(i) && t.gatewayUp(1 - i));
-        if (candidates.length === 0) return this.skip(kind);
+        if (candidates.length === 0) return this.skip(kind, 'the other gateway not serving yet');
         const i = this.rng.pick(candidates);
         const pause = this.rng.between(500, 3_000);
         return this.cycle(
@@ -137,16 +151,24 @@ export class FaultInjector {
         return this.cycle(
           kind,
           'redis',
-          kind,
+          'redis',
           async () => undefined,
           () => t.restartRedis(),
+        );
+      case 'redis-wipe':
+        return this.cycle(
+          kind,
+          'redis (data lost)',
+          'redis',
+          async () => undefined,
+          () => t.wipeRedis(this.beforeWipe),
         );
       case 'temporal-kill': {
         const pause = this.rng.between(1_000, 5_000);
         return this.cycle(
           kind,
           'temporal server',
-          kind,
+          'temporal',
           () => t.killTemporal(),
           async () => {
             await sleep(pause);
@@ -160,13 +182,12 @@ export class FaultInjector {
   private cycle(
     kind: FaultKind,
     target: string,
-    lock: FaultKind | `worker-${number}` | `gateway-${number}`,
+    lock: string,
     down: () => Promise<void>,
     up: () => Promise<void>,
   ): void {
-    if (this.busy.has(lock) || (kind !== 'worker-kill' && this.busy.has(kind))) return this.skip(kind);
+    if (this.busy.has(lock)) return this.skip(kind, `the previous fault of ${lock} not recovered yet`);
     this.busy.add(lock);
-    this.busy.add(kind === 'worker-kill' ? lock : kind);
     const window: FaultWindow = { kind, target, at: Date.now() };
     this.windows.push(window);
     this.log(`fault: ${kind} ${target}`);
@@ -180,13 +201,13 @@ export class FaultInjector {
         this.log(`recovery of ${target} failed: ${String(err)}`);
       } finally {
         this.busy.delete(lock);
-        this.busy.delete(kind);
       }
     })();
     this.recoveries.push(recovery);
   }
 
-  private skip(kind: FaultKind): void {
-    this.skipped[kind] = (this.skipped[kind] ?? 0) + 1;
+  private skip(kind: FaultKind, why: string): void {
+    const reasons = (this.skipped[kind] ??= {});
+    reasons[why] = (reasons[why] ?? 0) + 1;
   }
 }

@@ -68,6 +68,8 @@ export interface ReplayFailure {
 
 export interface HistoryFindings {
   executions: number;
+  /** Executions of each thread's continue-as-new chain, by thread. */
+  executionsPerThread: Map<string, number>;
   events: number;
   taskFailures: TaskFailure[];
   /** WorkflowTaskTimedOut events: a worker killed holding the task, or too slow to complete it (no failure). */
@@ -88,6 +90,7 @@ export async function checkHistories(
 ): Promise<HistoryFindings> {
   const findings: HistoryFindings = {
     executions: 0,
+    executionsPerThread: new Map(),
     events: 0,
     taskFailures: [],
     taskTimeouts: 0,
@@ -104,6 +107,7 @@ export async function checkHistories(
         continue;
       }
       findings.taskFailures.push(...taskFailures(read));
+      findings.executionsPerThread.set(thread, read.executions.length);
       for (const { history } of read.executions) {
         findings.executions++;
         findings.events += history.events?.length ?? 0;

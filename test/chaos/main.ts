@@ -10,7 +10,14 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { Redis } from 'ioredis';
 import { threadKey } from '../../protocol/ids';
 import { startModelServer } from '../support/model-server';
-import { readNotificationIds, readStoredInputs, readStream, readStreamTail, readToolRuns } from './collect';
+import {
+  readNotificationIds,
+  readStoredInputs,
+  readStream,
+  readStreamTail,
+  readToolRuns,
+  type StreamContents,
+} from './collect';
 import { FaultInjector, planFaults, type FaultKind } from './faults';
 import { checkHistories, type HistoryFindings } from './history';
 import { gatewayRing } from './http';
@@ -67,7 +74,20 @@ async function main(): Promise<number> {
       durations[name] = (Date.now() - phase) / 1000;
       phase = Date.now();
     };
-    topology = await startTopology({ temporal: options.temporal, model: modelServer, log });
+    const rollover = {
+      ...(options.rolloverEvents > 0 && { continueAsNewAfterEvents: options.rolloverEvents }),
+      ...(options.rolloverUpdates > 0 && {
+        maxUpdatesPerExecution: options.rolloverUpdates,
+        maxSignalsPerExecution: options.rolloverUpdates,
+      }),
+    };
+    topology = await startTopology({
+      temporal: options.temporal,
+      workers: options.workers,
+      gateway2ThreadConfig: Object.keys(rollover).length > 0 ? rollover : undefined,
+      model: modelServer,
+      log,
+    });
     lap('start-up');
     const gateways = gatewayRing(topology.gatewayUrls, rng.fork('gateways'));
     const loadLog = new LoadLog();
@@ -85,7 +105,20 @@ async function main(): Promise<number> {
 
     const loadStart = Date.now();
     const loadEnd = loadStart + options.minutes * 60_000;
-    const injector = new FaultInjector(topology, rng.fork('faults'), log);
+    // What each thread's stream held before each time Redis lost its data, oldest first: the events subscribers may
+    // have seen that the final stream no longer has (read with Redis's writes paused, so none is missing).
+    const lostStreams = new Map<string, StreamContents[]>();
+    const recordBeforeWipe = async (r: Redis) => {
+      let events = 0;
+      for (const p of plans) {
+        const contents = await readStream(r, threadKey(p.resourceId, p.threadId));
+        if (contents.ids.length === 0) continue;
+        lostStreams.set(p.name, [...(lostStreams.get(p.name) ?? []), contents]);
+        events += contents.ids.length;
+      }
+      log(`redis-wipe: recorded ${events} events of the streams about to be lost`);
+    };
+    const injector = new FaultInjector(topology, rng.fork('faults'), log, recordBeforeWipe);
     const schedule = planFaults(
       rng.fork('schedule'),
       loadStart,
@@ -167,9 +200,17 @@ async function main(): Promise<number> {
     });
     const subscriberProblems: string[] = [];
     await mapLimit(plans, READ_CONCURRENCY, async (p, i) => {
-      const stream = await readStream(redis!, threadKey(p.resourceId, p.threadId));
-      for (const runId of stream.brokenRuns) loadLog.brokenRuns.add(runId);
-      subscriberProblems.push(...checkSubscriber(p.name, subscribers[i].segments, stream.ids));
+      const final = await readStream(redis!, threadKey(p.resourceId, p.threadId));
+      // The thread's stream over every Redis that held it (the ones that lost their data, then the final one).
+      const stream = [...(lostStreams.get(p.name) ?? []), final];
+      for (const runId of stream.flatMap((s) => s.brokenRuns)) loadLog.brokenRuns.add(runId);
+      subscriberProblems.push(
+        ...checkSubscriber(
+          p.name,
+          subscribers[i].segments,
+          stream.flatMap((s) => s.ids),
+        ),
+      );
       // The stream's end as it stood at the catch-up: later events (a digest timer firing) may still have come.
       const tail = tails[i];
       const last = subscribers[i].lastEventId();
@@ -364,16 +405,36 @@ function rows(
       `${n(subscribers.reduce((s, x) => s + x.segments.length, 0))} (${n(subscribers.reduce((s, x) => s + x.drops, 0))} dropped on purpose and resumed, ${n(subscribers.reduce((s, x) => s + x.failures, 0))} cut or refused), ${n(events)} events received, ${n(snapshots)} snapshots`,
     ],
     ['workflow executions replayed', n(histories.executions)],
+    ['executions per thread (continue-as-new chain)', executionsLine(histories.executionsPerThread)],
     ['workflow task timeouts (worker killed holding the task, or too slow)', n(histories.taskTimeouts)],
     ['lost / duplicated / stuck', `${r.lost} / ${r.duplicated} / ${r.stuck}`],
   ];
 }
 
+function executionsLine(perThread: ReadonlyMap<string, number>): string {
+  const threads = new Map<number, number>();
+  for (const n of perThread.values()) threads.set(n, (threads.get(n) ?? 0) + 1);
+  const rolled = [...perThread.values()].filter((n) => n > 1).length;
+  const spread = [...threads]
+    .sort((a, b) => a[0] - b[0])
+    .map(([executions, k]) => `${k} with ${executions}`)
+    .join(', ');
+  return `${rolled} of ${perThread.size} threads continued as new (threads by executions: ${spread || 'none'})`;
+}
+
 function notes(options: ChaosOptions, ranTwice: string[], neverRan: string[]): string[] {
   const out = [
-    'Redis runs with an append-only file and is restarted with SIGTERM, as a production Redis with persistence is; ' +
-      'a Redis that loses its data loses the retained events (docs/operations.md, Redis).',
+    'Redis runs with an append-only file: a `redis-restart` (SIGTERM) keeps its data, as a production Redis with ' +
+      'persistence does; a `redis-wipe` SIGKILLs it and starts it empty, as a Redis without persistence that crashed: ' +
+      'the retained events and the notification archive are gone (docs/operations.md, Redis), and a subscriber ' +
+      'resuming across it must get a snapshot, never a silent hole.',
+    `${options.workers} workers, one SIGKILLed about every ${options.workerKillEverySeconds} s (±1/3) while another serves, and started again at once.`,
   ];
+  if (options.rolloverEvents > 0 || options.rolloverUpdates > 0) {
+    out.push(
+      `Threads created through gateway 2 continue as new after ${options.rolloverEvents || 'the default'} history events, ${options.rolloverUpdates || 'the default number of'} updates or as many signals; the others keep the defaults (4,000 / 1,000 / 5,000).`,
+    );
+  }
   if (options.temporal === 'dev')
     out.push('The dev server keeps its data in memory, so it is never killed (--temporal dev).');
   if (ranTwice.length > 0) {

@@ -3,7 +3,7 @@
  * machine, date, command, Temporal server and load averages, like BENCHMARKS.md.
  */
 import * as os from 'node:os';
-import type { FaultKind } from './faults';
+import type { FaultKind, SkippedFaults } from './faults';
 
 export interface Invariant {
   name: string;
@@ -25,7 +25,7 @@ export interface ChaosFigures {
   loadAtEnd: number[];
   durations: Record<string, number>;
   faults: Record<FaultKind, number>;
-  faultsSkipped: Partial<Record<FaultKind, number>>;
+  faultsSkipped: SkippedFaults;
   recoverySeconds: Partial<Record<FaultKind, { p50: number; max: number }>>;
   rows: [string, string][];
   latency: { during: number[]; outside: number[] };
@@ -84,10 +84,11 @@ export function summary(f: ChaosFigures): string {
 
 function faultLine(f: ChaosFigures): string {
   return (Object.entries(f.faults) as [FaultKind, number][])
-    .map(
-      ([kind, n]) =>
-        `${kind} ${n}${f.faultsSkipped[kind] ? ` (${f.faultsSkipped[kind]} skipped: previous not back yet)` : ''}`,
-    )
+    .map(([kind, n]) => {
+      const skipped = Object.entries(f.faultsSkipped[kind] ?? {});
+      const why = skipped.map(([reason, k]) => `${k} skipped: ${reason}`).join('; ');
+      return `${kind} ${n}${why ? ` (${why})` : ''}`;
+    })
     .join(', ');
 }
 

@@ -1,7 +1,7 @@
 /**
  * The chaos topology, every part a real process on loopback: a Temporal server (production on PostgreSQL, or the dev
- * server), Redis, two worker processes and two gateway processes on that Redis, and the scripted model server (in
- * this process). Each part can be killed and started again the way production loses it.
+ * server), Redis, several worker processes (3 by default) and two gateway processes on that Redis, and the scripted
+ * model server (in this process). Each part can be killed and started again the way production loses it.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
+import { Redis } from 'ioredis';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { freePort, startDevServer, type DevServer } from '../../worker/dev-server';
 import { workflowsPath } from '../../worker/index';
@@ -18,6 +19,7 @@ import { startChild, type ChildProcessHandle } from '../support/child-process';
 import type { ModelServer } from '../support/model-server';
 import { startProductionTemporal, type ProductionTemporal } from '../support/production-temporal';
 import { startRedis, type RedisServer } from '../support/redis';
+import type { ThreadConfigInput } from '../../protocol/thread-config';
 
 const workerScript = fileURLToPath(new URL('../support/worker-process.ts', import.meta.url));
 const gatewayScript = fileURLToPath(new URL('../support/gateway-process.ts', import.meta.url));
@@ -27,6 +29,10 @@ const READY_TIMEOUT_MS = 180_000;
 
 export interface TopologyOptions {
   temporal: 'production' | 'dev';
+  /** Worker processes (at least 2: one is killed while the others serve). */
+  workers: number;
+  /** Settings of the threads gateway 2 creates (threads started through gateway 1 get the defaults). */
+  gateway2ThreadConfig?: ThreadConfigInput;
   model: ModelServer;
   log: (line: string) => void;
 }
@@ -48,6 +54,7 @@ export interface Topology {
   gatewayUrls: readonly string[];
   workflowBundlePath: string;
   toolLogPath: string;
+  workerCount: number;
   /** A Temporal client of the harness itself (for the checks). */
   temporal(): Promise<Client>;
   workerUp(index: number): boolean;
@@ -58,6 +65,11 @@ export interface Topology {
   startGateway(index: number): Promise<void>;
   /** Stops Redis (SIGTERM: it writes its append-only file) and starts it again on the same port and data. */
   restartRedis(): Promise<void>;
+  /**
+   * Redis loses its data: writes are paused (CLIENT PAUSE WRITE: no event is published meanwhile), `record` reads
+   * what Redis holds, then Redis is SIGKILLed and started again empty on the same port.
+   */
+  wipeRedis(record?: (redis: Redis) => Promise<void>): Promise<void>;
   /** Production only: SIGKILLs the Temporal server; `startTemporal` brings it back on the same database. */
   killTemporal(): Promise<void>;
   startTemporal(): Promise<void>;
@@ -111,15 +123,21 @@ export async function startTopology(opts: TopologyOptions): Promise<Topology> {
       THREADLINE_TEST_TOOL_LOG: toolLogPath,
     };
     const gatewayPorts = [await freePort(), await freePort()];
-    const gatewayEnv = (port: number) => ({
+    const gatewayEnv = (port: number, i: number): Record<string, string> => ({
       TEMPORAL_ADDRESS: temporalAddress,
       TEMPORAL_TASK_QUEUE: TASK_QUEUE,
       REDIS_URL: redis.url,
       PORT: String(port),
       HOST: '127.0.0.1',
       THREADLINE_TEST_AGENTS: 'tester,admin',
+      ...(i === 1 &&
+        opts.gateway2ThreadConfig && { THREADLINE_THREAD_CONFIG: JSON.stringify(opts.gateway2ThreadConfig) }),
     });
-    const workers: Slot[] = [0, 1].map((i) => ({ name: `worker ${i + 1}`, process: null, down: true }));
+    const workers: Slot[] = Array.from({ length: opts.workers }, (_, i) => i).map((i) => ({
+      name: `worker ${i + 1}`,
+      process: null,
+      down: true,
+    }));
     const gateways: Slot[] = [0, 1].map((i) => ({ name: `gateway ${i + 1}`, process: null, down: true }));
     let stopping = false;
 
@@ -151,14 +169,14 @@ export async function startTopology(opts: TopologyOptions): Promise<Topology> {
     };
     const startWorker = (i: number) => launch(workers[i], workerScript, workerEnv, /^READY$/m);
     const startGateway = (i: number) =>
-      launch(gateways[i], gatewayScript, gatewayEnv(gatewayPorts[i]), /^READY (http:\/\/\S+)$/m);
+      launch(gateways[i], gatewayScript, gatewayEnv(gatewayPorts[i], i), /^READY (http:\/\/\S+)$/m);
     cleanups.push(async () => {
       stopping = true;
       await Promise.all([...workers, ...gateways].map(kill));
     });
 
-    log('starting 2 workers and 2 gateways');
-    await Promise.all([startWorker(0), startWorker(1), startGateway(0), startGateway(1)]);
+    log(`starting ${opts.workers} workers and 2 gateways`);
+    await Promise.all([...workers.map((_, i) => startWorker(i)), startGateway(0), startGateway(1)]);
 
     let client: Client | null = null;
     cleanups.push(async () => {
@@ -173,6 +191,7 @@ export async function startTopology(opts: TopologyOptions): Promise<Topology> {
       gatewayUrls: gatewayPorts.map((port) => `http://127.0.0.1:${port}`),
       workflowBundlePath,
       toolLogPath,
+      workerCount: opts.workers,
       temporal: async () => {
         client ??= new Client({ connection: await Connection.connect({ address: temporalAddress }) });
         return client;
@@ -184,6 +203,18 @@ export async function startTopology(opts: TopologyOptions): Promise<Topology> {
       killGateway: (i) => kill(gateways[i]),
       startGateway,
       restartRedis: () => redis.restart(),
+      wipeRedis: async (record) => {
+        const connection = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+        connection.on('error', () => undefined);
+        try {
+          // Long enough for the reading; the pause ends with the process anyway.
+          await connection.call('CLIENT', 'PAUSE', '120000', 'WRITE');
+          await record?.(connection);
+        } finally {
+          connection.disconnect();
+        }
+        await redis.restartEmpty();
+      },
       killTemporal: async () => {
         if (!production)
           throw new Error('Only the production Temporal server is killed; the dev server keeps no data.');

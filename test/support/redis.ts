@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { access, constants, mkdtemp, rm } from 'node:fs/promises';
+import { access, constants, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -13,6 +13,11 @@ export interface RedisServer {
    * `persist`.
    */
   restart(): Promise<void>;
+  /**
+   * SIGKILLs the server and starts it again on the same port with none of its data (its files removed first, so an
+   * append-only file does not bring it back): a Redis without persistence that crashed, or one whose disk was lost.
+   */
+  restartEmpty(): Promise<void>;
   /** Stops the server and keeps its port until `up()`: Redis unreachable, for as long as a test needs. */
   down(): Promise<void>;
   /** After `down()`: starts a fresh (empty) server on the same port. */
@@ -48,6 +53,12 @@ export async function startRedis(opts: RedisOptions = {}): Promise<RedisServer> 
       await server.stop();
       server = await launch(bin, port, dir, persistence);
     },
+    async restartEmpty() {
+      await server.stop('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+      await mkdir(dir, { recursive: true });
+      server = await launch(bin, port, dir, persistence);
+    },
     async down() {
       await server.stop();
     },
@@ -59,7 +70,8 @@ export async function startRedis(opts: RedisOptions = {}): Promise<RedisServer> 
 
 interface Launched {
   process: ChildProcess;
-  stop(): Promise<void>;
+  /** SIGTERM (Redis writes its append-only file and exits; SIGKILL after 5 s), or SIGKILL at once. */
+  stop(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
 }
 
 async function launch(bin: string, port: number, dir: string, persistence: string[]): Promise<Launched> {
@@ -75,9 +87,9 @@ async function launch(bin: string, port: number, dir: string, persistence: strin
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async () => {
+  const stop = async (signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM') => {
     if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
+      child.kill(signal);
       const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
       await exited;
       clearTimeout(timer);

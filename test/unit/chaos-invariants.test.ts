@@ -131,7 +131,7 @@ describe('checkSubscriber', () => {
     ).toEqual([expect.stringContaining('missed 2 event(s) before 3-0')]);
   });
 
-  it('accepts a snapshot first after a resume from a trimmed id, and nowhere else', () => {
+  it('accepts a snapshot after a resume from a trimmed id or mid-connection, not in a connection without a position', () => {
     const trimmed = ['4-0', '5-0'];
     const ok = [
       {
@@ -143,16 +143,32 @@ describe('checkSubscriber', () => {
       },
     ];
     expect(checkSubscriber('r/t', ok, trimmed)).toEqual([]);
-    const late = [
+    const fresh = [{ items: [{ id: '0', type: 'snapshot' }] }];
+    expect(checkSubscriber('r/t', fresh, trimmed)).toEqual([expect.stringContaining('resumed from nothing')]);
+  });
+
+  it('across a stream Redis lost: a snapshot then the new stream is fine, going on without one is a silent hole', () => {
+    // Redis held 1-0..3-0, lost them (recorded just before), then held 7-0, 8-0.
+    const overTheRun = ['1-0', '2-0', '3-0', '7-0', '8-0'];
+    const withSnapshot = [
       {
-        resumeFrom: '2-0',
+        resumeFrom: '0-0',
         items: [
-          { id: '4-0', type: 'start' },
-          { id: '4-0', type: 'snapshot' },
+          { id: '1-0', type: 'start' },
+          { id: '1-0', type: 'snapshot' },
+          { id: '7-0', type: 'start' },
+          { id: '8-0', type: 'finish' },
         ],
       },
     ];
-    expect(checkSubscriber('r/t', late, trimmed)).toEqual([expect.stringContaining('not first after a resume')]);
+    expect(checkSubscriber('r/t', withSnapshot, overTheRun)).toEqual([]);
+    const silent = [
+      { resumeFrom: '0-0', items: [{ id: '1-0', type: 'start' }] },
+      { resumeFrom: '1-0', items: [{ id: '7-0', type: 'start' }] },
+    ];
+    expect(checkSubscriber('r/t', silent, overTheRun)).toEqual([
+      expect.stringContaining('missed 2 event(s) before 7-0 (2-0, 3-0)'),
+    ]);
   });
 
   it('names an event the bus never had', () => {
