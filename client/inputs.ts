@@ -10,6 +10,7 @@ import {
   describeZodError,
   ifActiveSchema,
   jsonByteLength,
+  nestedDeeperThan,
   ifIdleSchema,
   legacySignalTypes,
   messageSchema,
@@ -30,6 +31,8 @@ import type { SendTarget } from '../protocol/api';
 
 export interface IngressLimits {
   maxInputBytes: number;
+  /** Levels of arrays and objects inside one input (default 64). */
+  maxInputDepth: number;
 }
 
 function parse<T>(schema: z.ZodType<T>, value: unknown, field: string): T {
@@ -211,16 +214,29 @@ export function notificationBatch(
     },
     'notifications',
   );
-  const limits = options.limits ?? defaultLimits;
-  for (const [i, n] of batch.notifications.entries()) {
-    const bytes = jsonByteLength(n);
-    if (bytes > limits.maxInputBytes) {
-      throw new PayloadTooLargeError(
-        `Notification ${i} is ${bytes} bytes; the limit is ${limits.maxInputBytes}. Send less, or raise THREADLINE_MAX_INPUT_BYTES.`,
-      );
-    }
-  }
+  for (const [i, n] of batch.notifications.entries()) checkBounds(n, `Notification ${i}`, options.limits);
   return batch;
+}
+
+/** A value nested deep enough overflows the stack of whatever serializes it next (the gateway's answer, a step). */
+function checkDepth(value: unknown, what: string, limits: IngressLimits = defaultLimits): void {
+  const maxDepth = limits.maxInputDepth ?? defaultLimits.maxInputDepth;
+  if (nestedDeeperThan(value, maxDepth)) {
+    throw new ValidationError(
+      `${what} nests arrays and objects deeper than ${maxDepth} levels (maxInputDepth). Send a flatter value.`,
+    );
+  }
+}
+
+/** An input within the ingress limits: nested at most `maxInputDepth` levels, at most `maxInputBytes` as JSON. */
+function checkBounds(value: unknown, what: string, limits: IngressLimits = defaultLimits): void {
+  checkDepth(value, what, limits);
+  const bytes = jsonByteLength(value);
+  if (bytes > limits.maxInputBytes) {
+    throw new PayloadTooLargeError(
+      `${what} is ${bytes} bytes; the limit is ${limits.maxInputBytes}. Send less, or raise THREADLINE_MAX_INPUT_BYTES.`,
+    );
+  }
 }
 
 function targetFields(target: SendTarget): Pick<ThreadInput, 'ifActive' | 'ifIdle' | 'runId'> {
@@ -236,12 +252,8 @@ function targetFields(target: SendTarget): Pick<ThreadInput, 'ifActive' | 'ifIdl
 
 /** Validates a complete workflow input (also what raw Temporal clients must send) and its size. */
 export function checkInput(input: unknown, limits: IngressLimits = defaultLimits): ThreadInput {
+  checkDepth(input, 'The input', limits);
   const parsed = parse(threadInputSchema, input, 'input');
-  const bytes = jsonByteLength(parsed);
-  if (bytes > limits.maxInputBytes) {
-    throw new PayloadTooLargeError(
-      `The input is ${bytes} bytes; the limit is ${limits.maxInputBytes}. Send less, or raise THREADLINE_MAX_INPUT_BYTES.`,
-    );
-  }
+  checkBounds(parsed, 'The input', limits);
   return parsed;
 }

@@ -32,6 +32,7 @@ export {
   invalidAttributeNameMessage,
   invalidTagNameMessage,
   jsonByteLength,
+  nestedDeeperThan,
   notificationPriorities,
   notificationStatusChanges,
   notificationStatuses,

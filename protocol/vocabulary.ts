@@ -15,7 +15,24 @@ export const defaultLimits = {
   maxQueueLength: 100,
   /** Inputs waiting for the next step boundary of the active run. */
   maxPendingInputs: 500,
+  /** Levels of arrays and objects inside one input (message parts, metadata, state, notifications). */
+  maxInputDepth: 64,
 };
+
+/**
+ * Whether `value` nests arrays and objects deeper than `max` levels (the value itself is level 1). Iterative: it
+ * runs on values too deep for a recursive walk (or `JSON.stringify`) to survive.
+ */
+export function nestedDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!;
+    if (item === null || typeof item !== 'object') continue;
+    if (depth > max) return true;
+    for (const child of Object.values(item)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
 
 export function invalidTagNameMessage(name: string): string {
   return `Invalid signal XML tag name: ${name}. Use letters, digits, _ . - and start with a letter or _.`;
