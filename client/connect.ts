@@ -20,6 +20,7 @@ import {
   NotFoundError,
   PayloadTooLargeError,
   ThreadlineError,
+  UnavailableError,
   ValidationError,
 } from '../protocol/errors';
 import { messageInput, notificationBatch, signalInput, stateInput, type IngressLimits } from './inputs';
@@ -44,6 +45,7 @@ import {
   type ThreadInput,
   type ThreadTarget,
 } from '../protocol/schemas';
+import { definitions } from '../config/definitions';
 import { DEFAULT_TASK_QUEUE, temporalConnectionFromEnv, temporalConnectionOptions } from '../config/settings';
 import { threadlineConnectionOptions } from './grpc-retry';
 import { subscribe, type ThreadSubscription } from './subscription';
@@ -117,6 +119,12 @@ class KeyedLimiter {
   }
 }
 
+/**
+ * The wait a 503 asks for when a thread's workflow task is still on a retry attempt at the delivery deadline: the next
+ * attempt comes when its start-to-close timeout (10 s) ends or a live worker takes it.
+ */
+const TASK_RETRY_AFTER_SECONDS = 5;
+
 /** gRPC status codes Threadline reacts to. */
 const grpcStatus = { NOT_FOUND: 5, RESOURCE_EXHAUSTED: 8, ABORTED: 10, UNAVAILABLE: 14 } as const;
 
@@ -137,6 +145,13 @@ export interface ConnectOptions {
   /** Settings a thread is created with (continue-as-new threshold, timeouts, limits). Carried across continue-as-new. */
   threadConfig?: ThreadConfigInput;
   limits?: Partial<IngressLimits>;
+  /**
+   * How long a send keeps resending while Temporal refuses it for a passing reason, in milliseconds (default 30,000;
+   * THREADLINE_DELIVERY_TIMEOUT_MS for the gateway): busy or unreachable, or the thread's workflow task on a retry
+   * attempt after a worker died holding it (Temporal refuses updates from the third attempt until one completes). Still
+   * refused then: `UnavailableError` (HTTP 503 with Retry-After), and nothing was delivered.
+   */
+  deliveryTimeoutMs?: number;
 }
 
 /** What a send returns: the thread's decision, and `persisted`, resolved once the input is in the thread's history. */
@@ -148,6 +163,7 @@ export class ThreadlineClient {
   readonly taskQueue: string;
   readonly threadConfig: ThreadConfigInput | undefined;
   readonly limits: IngressLimits;
+  readonly deliveryTimeoutMs: number;
   private readonly ownConnection: Connection | null;
   private readonly ownBus: EventBus | null;
   private readonly inFlight = new KeyedLimiter(8);
@@ -164,6 +180,13 @@ export class ThreadlineClient {
     this.taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
     this.threadConfig = options.threadConfig;
     this.limits = { ...defaultLimits, ...options.limits };
+    const deliveryTimeoutMs = options.deliveryTimeoutMs ?? definitions.deliveryTimeoutMs.default;
+    if (!Number.isInteger(deliveryTimeoutMs) || deliveryTimeoutMs < 1) {
+      throw new ValidationError(
+        `Invalid deliveryTimeoutMs: ${String(deliveryTimeoutMs)}. Use a whole number of milliseconds, at least 1.`,
+      );
+    }
+    this.deliveryTimeoutMs = deliveryTimeoutMs;
     this.ownConnection = ownConnection;
   }
 
@@ -209,6 +232,7 @@ export class ThreadlineClient {
     const workflowId = threadKey(target.resourceId, target.threadId);
     const profiles = await this.startProfiles((arg as { agentId?: string }).agentId);
     const release = await this.inFlight.acquire(workflowId);
+    const since = Date.now();
     try {
       for (let attempt = 1; ; attempt++) {
         try {
@@ -219,7 +243,7 @@ export class ThreadlineClient {
         } catch (err) {
           const answer = answered(err);
           if (answer) return answer;
-          if (await this.retryableUpdateError(err, attempt)) continue;
+          if (await this.retryableUpdateError(err, since, attempt)) continue;
           throw err;
         }
       }
@@ -248,13 +272,14 @@ export class ThreadlineClient {
       signalArgs: [input] as [ThreadInput],
     };
     const release = await this.inFlight.acquire(workflowId);
+    const since = Date.now();
     try {
       for (let attempt = 1; ; attempt++) {
         try {
           await this.temporal.workflow.signalWithStart(THREAD_WORKFLOW_TYPE, options);
           break;
         } catch (err) {
-          if (await this.retryableUpdateError(err, attempt)) continue;
+          if (await this.retryableUpdateError(err, since, attempt)) continue;
           throw err;
         }
       }
@@ -301,8 +326,11 @@ export class ThreadlineClient {
     return this.updateWithStart(target, submitNotificationsUpdate, batch);
   }
 
-  /** Waits and answers true for the transient refusals worth resending; maps update rejections to client errors. */
-  private async retryableUpdateError(err: unknown, attempt: number): Promise<boolean> {
+  /**
+   * Waits and answers true for the transient refusals worth resending while `deliveryTimeoutMs` from `since` has not
+   * passed; maps update rejections to client errors.
+   */
+  private async retryableUpdateError(err: unknown, since: number, attempt: number): Promise<boolean> {
     // The ingress check counts the dev server's 1,000 bytes; a server on SQL storage allows fewer (PostgreSQL: 255,
     // `limit.maxIDLength`). Its refusal is the caller's input, not a server error, and nothing was started.
     if (/WorkflowId length exceeds limit/i.test(messagesOf(err))) {
@@ -312,18 +340,16 @@ export class ThreadlineClient {
         { cause: err },
       );
     }
+    if (workflowTaskFailing(err)) {
+      if (await this.waitToResend(since, attempt)) return true;
+      throw this.taskFailingError(err);
+    }
     if (err instanceof WorkflowUpdateFailedError) {
       const message = (err.cause as Error | undefined)?.message ?? err.message;
-      if (/wasn't processed by worker/.test(message) && attempt < 20) {
-        await new Promise((r) => setTimeout(r, Math.min(1_000, 10 * 2 ** attempt)));
-        return true;
-      }
+      if (/wasn't processed by worker/.test(message) && (await this.waitToResend(since, attempt))) return true;
       throw errorFromRefusal(err) ?? new ConflictError(message, { cause: err });
     }
-    if (isRetryableRpc(err) && attempt < 20) {
-      await new Promise((r) => setTimeout(r, Math.min(1_000, 10 * 2 ** attempt)));
-      return true;
-    }
+    if (isRetryableRpc(err) && (await this.waitToResend(since, attempt))) return true;
     const message = (err as Error).message;
     // The start sets ThreadlineResource: a namespace nobody ran `threadline setup` in refuses it.
     const hint = /search attribute Threadline/.test(message)
@@ -332,6 +358,25 @@ export class ThreadlineClient {
     throw new ThreadlineError(`Could not deliver the input: ${hint ? message.replace(/\.?$/, '.') : message}${hint}`, {
       cause: err,
     });
+  }
+
+  /** Waits before the next resend and answers true, or answers false once `deliveryTimeoutMs` from `since` has passed. */
+  private async waitToResend(since: number, attempt: number): Promise<boolean> {
+    const left = since + this.deliveryTimeoutMs - Date.now();
+    if (left <= 0) return false;
+    await new Promise((r) => setTimeout(r, Math.min(left, 1_000, 10 * 2 ** attempt)));
+    return true;
+  }
+
+  /** Still refused at the deadline because the thread's workflow task is on a retry attempt: a 503 to send again. */
+  private taskFailingError(err: unknown): UnavailableError {
+    return new UnavailableError(
+      "Could not deliver the input: the thread's workflow task is being retried (a worker stopped while holding it, " +
+        `or it keeps failing) and Temporal refuses inputs until it completes; still so after ` +
+        `${this.deliveryTimeoutMs} ms (THREADLINE_DELIVERY_TIMEOUT_MS). Nothing was delivered: send it again with ` +
+        'the same id.',
+      { cause: err, retryAfterSeconds: TASK_RETRY_AFTER_SECONDS },
+    );
   }
 
   /** The thread's inbox, newest first, filtered and paged; `null` when the thread does not exist. */
@@ -423,15 +468,14 @@ export class ThreadlineClient {
     const parsedTarget = threadTargetSchema.safeParse({ resourceId: target.resourceId, threadId: target.threadId });
     if (!parsedTarget.success) throw new ValidationError(`Invalid target: ${describeZodError(parsedTarget.error)}`);
     const handle = this.temporal.workflow.getHandle(threadKey(target.resourceId, target.threadId));
-    try {
-      return await handle.executeUpdate(update, { args: [request] });
-    } catch (err) {
-      if (isNotFound(err) || (err as Error).name === 'WorkflowNotFoundError') return null;
-      if (err instanceof WorkflowUpdateFailedError) {
-        const message = (err.cause as Error | undefined)?.message ?? err.message;
-        throw errorFromRefusal(err) ?? new ValidationError(message, { cause: err });
+    const since = Date.now();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await handle.executeUpdate(update, { args: [request] });
+      } catch (err) {
+        if (!workflowTaskFailing(err)) return controlRefusal(err);
+        if (!(await this.waitToResend(since, attempt))) throw this.taskFailingError(err);
       }
-      throw err;
     }
   }
 
@@ -645,6 +689,16 @@ function errorFromRefusal(err: unknown): ThreadlineError | null {
   }
 }
 
+/** A control update's failure: `null` when the thread does not exist, else the client error thrown. */
+function controlRefusal(err: unknown): null {
+  if (isNotFound(err) || (err as Error).name === 'WorkflowNotFoundError') return null;
+  if (err instanceof WorkflowUpdateFailedError) {
+    const message = (err.cause as Error | undefined)?.message ?? err.message;
+    throw errorFromRefusal(err) ?? new ValidationError(message, { cause: err });
+  }
+  throw err;
+}
+
 /** The validator refused a state identical to its lane's latest: skipped, and never in history. */
 function unchangedState(err: unknown, signalId: string): InputResult | null {
   const refusal = refusalOf(err);
@@ -665,6 +719,15 @@ function messagesOf(err: unknown): string {
     e = e.cause as typeof e;
   }
   return messages.join(' | ');
+}
+
+/**
+ * Temporal refuses updates while the workflow's task is on its third attempt or later (a worker died holding it, or it
+ * keeps failing): `FAILED_PRECONDITION` with `WorkflowNotReadyFailure` (server `service/history/api/updateworkflow`),
+ * until a worker completes that task. Signals and signal-with-start are still taken.
+ */
+function workflowTaskFailing(err: unknown): boolean {
+  return /Workflow Task in failed state/i.test(messagesOf(err));
 }
 
 function isRetryableRpc(err: unknown): boolean {

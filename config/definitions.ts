@@ -202,6 +202,15 @@ export const definitions = {
       'largest input (message, signal, one notification) JSON the gateway accepts, in bytes, at most 512 KiB; larger ones get 413. Threads the gateway starts take the same bound from any sender',
     readBy: SERVES_HTTP,
   }),
+  deliveryTimeoutMs: withDefault({
+    env: 'THREADLINE_DELIVERY_TIMEOUT_MS',
+    group: 'Gateway',
+    type: wholeNumber(1),
+    default: 30_000,
+    description:
+      "how long the gateway keeps resending an input Temporal refuses for a passing reason (busy, unreachable, or the thread's workflow task on a retry attempt after a worker died), in milliseconds; still refused then: 503 with Retry-After (send again with the same id)",
+    readBy: SERVES_HTTP,
+  }),
   httpHeadersTimeoutMs: withDefault({
     env: 'THREADLINE_HTTP_HEADERS_TIMEOUT_MS',
     group: 'Gateway',

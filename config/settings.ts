@@ -32,6 +32,8 @@ export interface ServerSettings {
   keepAliveMs: number;
   /** Largest input (message, signal) JSON a client accepts, in bytes; larger ones are refused with 413. */
   maxInputBytes: number;
+  /** How long a send keeps resending while Temporal refuses it for a passing reason; then 503 with Retry-After. */
+  deliveryTimeoutMs: number;
   /** Slow clients and connection floods: the bounds of every HTTP listener (the gateway's, the worker's). */
   http: HttpLimits;
 }
@@ -172,6 +174,7 @@ export function readSettings(env: Env, reader: Reader): Settings {
       host: values.host,
       keepAliveMs: values.sseKeepAliveMs,
       maxInputBytes: values.maxInputBytes,
+      deliveryTimeoutMs: values.deliveryTimeoutMs,
       http,
     },
     gateway,

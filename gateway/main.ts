@@ -31,6 +31,7 @@ export async function runGateway(settings: Settings): Promise<void> {
     client: new Client({ connection, namespace: temporal.namespace, interceptors: temporalClientInterceptors() }),
     taskQueue: temporal.taskQueue,
     limits: { maxInputBytes: listen.maxInputBytes },
+    deliveryTimeoutMs: listen.deliveryTimeoutMs,
   });
   const server = await serveGateway({
     client,

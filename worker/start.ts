@@ -79,6 +79,7 @@ export async function startStack(settings: Settings, env: NodeJS.ProcessEnv): Pr
     client: new Client({ connection, namespace: temporal.namespace, interceptors: temporalClientInterceptors() }),
     taskQueue: temporal.taskQueue,
     limits: { maxInputBytes: listen.maxInputBytes },
+    deliveryTimeoutMs: listen.deliveryTimeoutMs,
   });
   const gateway = await serveGateway({
     client,
