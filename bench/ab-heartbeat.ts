@@ -9,29 +9,12 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Context } from '@temporalio/activity';
-import { Client } from '@temporalio/client';
-import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
-import { defaultDynamicConfig, startDevServer } from '../worker/dev-server';
-import { locateTemporalCli } from '../worker/temporal-cli';
+import { startBareWorker } from './floor/bare-worker';
 import { heartbeatWorkflow } from './floor/heartbeat-workflows';
 
-const server = await startDevServer({
-  cliPath: await locateTemporalCli(),
-  port: 0,
-  headless: true,
-  dynamicConfig: defaultDynamicConfig,
-});
-const connection = await NativeConnection.connect({ address: server.address });
-const taskQueue = `heartbeat-${randomUUID()}`;
-const { code } = await bundleWorkflowCode({
-  workflowsPath: fileURLToPath(new URL('./floor/heartbeat-workflows.ts', import.meta.url)),
-  logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
-});
-const worker = await Worker.create({
-  connection,
-  taskQueue,
-  workflowBundle: { code },
-  activities: {
+const { client, taskQueue, close } = await startBareWorker(
+  fileURLToPath(new URL('./floor/heartbeat-workflows.ts', import.meta.url)),
+  {
     async heartbeats(calls: number, gapMs: number): Promise<number> {
       const ctx = Context.current();
       let last = performance.now();
@@ -48,9 +31,7 @@ const worker = await Worker.create({
       return (used.user + used.system) / calls;
     },
   },
-});
-const running = worker.run();
-const client = new Client({ connection });
+);
 const calls = 2_000;
 const results: Record<string, number[]> = { 'every part': [], 'at most every 200 ms': [] };
 try {
@@ -70,10 +51,7 @@ try {
     }
   }
 } finally {
-  worker.shutdown();
-  await running.catch(() => undefined);
-  await connection.close();
-  await server.stop();
+  await close();
 }
 for (const [name, xs] of Object.entries(results)) {
   xs.sort((a, b) => a - b);
