@@ -51,15 +51,21 @@ export function unknownAgent(agentId: string): ApplicationFailure {
   );
 }
 
+/** Each agent's tool schemas, made once: an agent's definition does not change while the worker runs. */
+const toolSchemasByAgent = new WeakMap<AgentDefinition, ToolSet>();
+
 /** Tool schemas only: the workflow runs tools as their own activities. */
-function toolSchemas(agent: AgentDefinition): ToolSet {
-  const tools: ToolSet = {};
+export function toolSchemas(agent: AgentDefinition): ToolSet {
+  let tools = toolSchemasByAgent.get(agent);
+  if (tools) return tools;
+  tools = {};
   for (const [name, tool] of Object.entries(agent.tools ?? {})) {
     tools[name] = {
       description: tool.description,
       inputSchema: jsonSchema(z.toJSONSchema(tool.inputSchema) as never),
     };
   }
+  toolSchemasByAgent.set(agent, tools);
   return tools;
 }
 
