@@ -2,7 +2,10 @@
  * Every thread's whole history (all executions of its continue-as-new chain): its workflow task failures by cause,
  * and a replay of each execution against the current workflow bundle, as a deploy would replay live threads.
  */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import proto, { type temporal } from '@temporalio/proto';
 import { Worker, type InjectedSinks } from '@temporalio/worker';
 import type { ThreadlineSinks } from '../../workflows/sinks';
@@ -87,6 +90,8 @@ export async function checkHistories(
   client: Client,
   bundlePath: string,
   threads: readonly { thread: string; workflowId: string }[],
+  /** A directory where the history of each execution that failed to replay is written (JSON). */
+  keepFailedIn?: string,
 ): Promise<HistoryFindings> {
   const findings: HistoryFindings = {
     executions: 0,
@@ -125,10 +130,18 @@ export async function checkHistories(
     histories(),
   )) {
     if (result.error) {
+      // Keep the history, to look at once the topology (and its database) is gone: `temporal workflow show` format.
+      let kept = '';
+      if (keepFailedIn) {
+        const history = await client.workflow.getHandle(result.workflowId, result.runId).fetchHistory();
+        kept = join(keepFailedIn, `${result.workflowId.replace(/[^\w.-]/g, '_')}-${result.runId}.json`);
+        await mkdir(keepFailedIn, { recursive: true });
+        await writeFile(kept, historyToJSON(history));
+      }
       findings.replayFailures.push({
         workflowId: result.workflowId,
         runId: result.runId,
-        error: String(result.error).slice(0, 500),
+        error: `${String(result.error).slice(0, 500)}${kept ? ` (history kept in ${kept})` : ''}`,
       });
     }
   }

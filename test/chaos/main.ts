@@ -5,6 +5,8 @@
  * every invariant held, 1 when one failed (each violation listed), 2 when the harness itself could not run.
  */
 import { writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { Redis } from 'ioredis';
@@ -228,6 +230,7 @@ async function main(): Promise<number> {
       await topology.temporal(),
       topology.workflowBundlePath,
       started.map((p) => ({ thread: p.name, workflowId: threadKey(p.resourceId, p.threadId) })),
+      join(tmpdir(), `threadline-chaos-${options.seed}-failed-replays`),
     );
     lap('histories and replay');
 
