@@ -5,6 +5,9 @@
 FROM node:20-bookworm-slim
 
 ENV NODE_ENV=production
+# glibc malloc with 2 arenas and an eager trim: a worker's RSS settles lower after its workflow cache churns (idle
+# threads evicted cost nothing past that plateau either way; measured in docs/limits.md, worker memory).
+ENV MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=131072
 WORKDIR /app
 
 # Dependencies first so that source edits reuse this layer. tsx is a runtime dependency: TypeScript runs as is.

@@ -4,13 +4,16 @@
  * cache sized by the parent (once it is full, the worker evicts the least recently used workflow for each new one),
  * and answers the parent's messages (IPC):
  *
- *   { type: 'measure' }  → { type: 'measured', rss, heapUsed, external, cached, busy } after two full GCs
+ *   { type: 'measure' }  → { type: 'measured', cached, busy, …WorkerMemory } after two full GCs
  *   { type: 'exit' }     → shuts down and exits
  *
  * Settings (environment): TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE, MODEL_URL, WORKFLOW_BUNDLE (a bundle's code file),
- * MAX_CACHED_WORKFLOWS. Run with `--expose-gc`.
+ * MAX_CACHED_WORKFLOWS. Run with `--expose-gc`; bench/memory.ts runs several side by side, each with its own malloc
+ * settings (MALLOC_ARENA_MAX, LD_PRELOAD of jemalloc…) in its environment.
  */
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import v8 from 'node:v8';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { MemoryBus } from '../bus/memory';
 import { createWorker, type ThreadlineWorker } from '../worker/index';
@@ -18,8 +21,24 @@ import { benchAgent } from './agent';
 
 export type MemoryWorkerRequest = { type: 'measure' } | { type: 'exit' };
 export type MemoryWorkerReply =
-  | { type: 'ready'; maxCachedWorkflows: number }
-  | { type: 'measured'; rss: number; heapUsed: number; external: number; cached: number; busy: number };
+  { type: 'ready'; maxCachedWorkflows: number } | ({ type: 'measured'; cached: number; busy: number } & WorkerMemory);
+
+/** One process's memory, after two full GCs. */
+export interface WorkerMemory {
+  rss: number;
+  /** Anonymous resident memory (`RssAnon` in /proc/self/status): the heaps, V8's and malloc's, without mapped files. */
+  rssAnon: number;
+  heapUsed: number;
+  /** V8 heap committed (`heapTotal`). */
+  heapTotal: number;
+  external: number;
+  arrayBuffers: number;
+  /** Memory V8 itself holds from malloc (zones, compiled code metadata), outside its heap. */
+  v8Malloced: number;
+  /** V8 native contexts alive: the main one plus each workflow VM context the SDK keeps. */
+  nativeContexts: number;
+  detachedContexts: number;
+}
 
 function required(name: string): string {
   const value = process.env[name];
@@ -55,16 +74,33 @@ async function measure(): Promise<MemoryWorkerReply> {
   gc!();
   await sleep(50);
   gc!();
-  const { rss, heapUsed, external } = process.memoryUsage();
+  const { rss, heapUsed, heapTotal, external, arrayBuffers } = process.memoryUsage();
+  const heap = v8.getHeapStatistics();
   const status = worker.worker.getStatus();
   return {
     type: 'measured',
     rss,
+    rssAnon: rssAnon(),
     heapUsed,
+    heapTotal,
     external,
+    arrayBuffers,
+    v8Malloced: heap.malloced_memory,
+    nativeContexts: heap.number_of_native_contexts,
+    detachedContexts: heap.number_of_detached_contexts,
     cached: status.numCachedWorkflows,
     busy: status.numInFlightWorkflowActivations + status.numInFlightActivities,
   };
+}
+
+/** `RssAnon` from /proc/self/status in bytes (0 where there is no /proc). */
+function rssAnon(): number {
+  try {
+    const kb = /^RssAnon:\s+(\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
+    return kb ? Number(kb) * 1024 : 0;
+  } catch {
+    return 0;
+  }
 }
 
 process.on('message', (request: MemoryWorkerRequest) => {

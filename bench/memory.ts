@@ -10,6 +10,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,138 +23,241 @@ import { connect } from '../client/connect';
 import { workflowsPath } from '../worker/index';
 import { benchAgent, withTimeout, type BenchEnv } from './env';
 import { mapLimit } from './temporal-helpers';
-import type { MemoryWorkerReply, MemoryWorkerRequest } from './memory-worker';
+import type { MemoryWorkerReply, MemoryWorkerRequest, WorkerMemory } from './memory-worker';
 
 export interface MemorySizes {
-  threads: number;
+  /** The memory workers' `maxCachedWorkflows`. */
+  cacheSize: number;
+  /** Threads created in all at each measurement, ascending; the first is normally `cacheSize` (all cached). */
+  stages: number[];
+  /** Creations in flight, shared by the workers. */
   concurrency: number;
 }
 
-export interface MemorySnapshot {
+/** A malloc configuration a memory worker runs with: environment variables set on its process. */
+export interface MallocConfig {
+  name: string;
+  env: Record<string, string>;
+}
+
+/** Where Debian and Ubuntu put jemalloc (`apt-get install libjemalloc2`). */
+const jemallocPaths = ['/usr/lib/x86_64-linux-gnu/libjemalloc.so.2', '/usr/lib/aarch64-linux-gnu/libjemalloc.so.2'];
+
+/** The configurations measured side by side: glibc as it comes, glibc with fewer arenas and an eager trim, jemalloc. */
+export function mallocConfigs(): MallocConfig[] {
+  const jemalloc = jemallocPaths.find((file) => existsSync(file));
+  return [
+    { name: 'glibc malloc (default)', env: {} },
+    {
+      name: 'glibc, MALLOC_ARENA_MAX=2, MALLOC_TRIM_THRESHOLD_=128 KiB',
+      env: { MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '131072' },
+    },
+    ...(jemalloc ? [{ name: 'jemalloc (LD_PRELOAD)', env: { LD_PRELOAD: jemalloc } }] : []),
+  ];
+}
+
+export interface MemorySnapshot extends WorkerMemory {
   /** Threads created so far. */
   threads: number;
-  rss: number;
-  heapUsed: number;
-  external: number;
   /** Workflows in the worker's cache (`getStatus().numCachedWorkflows`). */
   cached: number;
+  /** The machine's 1-minute load average when measured. */
+  loadAverage: number;
+}
+
+/** What the threads evicted between two measurements cost, per thread. */
+export interface EvictionStep {
+  /** Threads created at the later measurement. */
+  threads: number;
+  /** Threads evicted between the two. */
+  evicted: number;
+  rss: number;
+  rssAnon: number;
+  heapUsed: number;
+  external: number;
+}
+
+export interface ConfigMemory {
+  name: string;
+  env: Record<string, string>;
+  /** At the start, then at each stage. */
+  snapshots: MemorySnapshot[];
+  /** RSS per cached idle thread: (first stage − start) / the threads cached. */
+  rssPerCachedThread: number;
+  /** Each stage after the first against the one before: a plateau falls toward 0, a leak stays level. */
+  steps: EvictionStep[];
+  failed: number;
 }
 
 export interface MemoryResult {
-  threads: number;
-  /** The memory worker's `maxCachedWorkflows`: half the threads. */
   cacheSize: number;
   /** What the bench's Threadline worker runs with (its `createWorker` settings or the SDK's default). */
   threadlineCacheSize: number;
-  baseline: MemorySnapshot;
-  /** Half the threads created, every one of them cached. */
-  allCached: MemorySnapshot;
-  /** Every thread created: the cache as full as before, the first half evicted. */
-  afterEviction: MemorySnapshot;
-  /** RSS per cached idle thread: (allCached − baseline) / its threads. */
+  stages: number[];
+  configs: ConfigMemory[];
+  /** The configuration `npm start` runs with; the figures below are its. */
+  primary: string;
   rssPerCachedThread: number;
-  /** RSS per evicted idle thread: (afterEviction − allCached) / the threads evicted. */
+  /** RSS per evicted idle thread over the last stage (after churn), of the primary configuration. */
   rssPerEvictedThread: number;
   heapPerEvictedThread: number;
+  /** Threads created per second, all workers together. */
   createdPerSecond: number;
-  failed: number;
 }
 
 const script = fileURLToPath(new URL('./memory-worker.ts', import.meta.url));
 
 export async function benchMemory(
   env: BenchEnv,
-  { threads, concurrency }: MemorySizes,
+  { cacheSize, stages, concurrency }: MemorySizes,
   progress: (line: string) => void = () => undefined,
+  primary = primaryMallocConfig,
 ): Promise<MemoryResult> {
-  const cacheSize = Math.ceil(threads / 2);
-  const taskQueue = `bench-memory-${randomUUID()}`;
+  const configs = mallocConfigs();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'threadline-bench-memory-'));
   const bundlePath = path.join(dir, 'workflows.js');
   const { code } = await bundleWorkflowCode({ workflowsPath, logger: quiet });
   await writeFile(bundlePath, code);
-  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', script], {
-    env: {
-      ...process.env,
-      TEMPORAL_ADDRESS: env.address,
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      MODEL_URL: env.modelUrl,
-      WORKFLOW_BUNDLE: bundlePath,
-      MAX_CACHED_WORKFLOWS: String(cacheSize),
-    },
-    // The worker's JSON log lines would land in the bench's JSON on stdout.
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  const workers = configs.map((config) => {
+    const taskQueue = `bench-memory-${randomUUID()}`;
+    const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', script], {
+      env: {
+        ...process.env,
+        ...config.env,
+        TEMPORAL_ADDRESS: env.address,
+        TEMPORAL_TASK_QUEUE: taskQueue,
+        MODEL_URL: env.modelUrl,
+        WORKFLOW_BUNDLE: bundlePath,
+        MAX_CACHED_WORKFLOWS: String(cacheSize),
+      },
+      // The worker's JSON log lines would land in the bench's JSON on stdout.
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
+    return { config, taskQueue, child, failed: 0, snapshots: [] as MemorySnapshot[] };
   });
-  const killOnExit = () => child.kill('SIGKILL');
+  const killOnExit = () => workers.forEach(({ child }) => child.kill('SIGKILL'));
   process.once('exit', killOnExit);
-  const client = await connect({ client: env.client.temporal, bus: new MemoryBus(), taskQueue });
+  const clients = await Promise.all(
+    workers.map(({ taskQueue }) => connect({ client: env.client.temporal, bus: new MemoryBus(), taskQueue })),
+  );
   try {
-    const ready = await withTimeout(replyOf<MemoryWorkerReply>(child, 'ready'), 'the memory worker to start', 120_000);
-    if (ready.type !== 'ready') throw new Error('unreachable');
-    const agent = client.agent(benchAgent.id);
-    let created = 0;
-    let failed = 0;
-    let creatingMs = 0;
-    const create = async (count: number) => {
-      const t0 = performance.now();
-      const first = created;
-      await mapLimit(
-        Array.from({ length: count }, (_, k) => first + k),
-        concurrency,
-        async (k) => {
-          try {
-            await agent.sendSignal(
-              { type: 'notification', contents: `memory ${k}`, attributes: { source: 'bench' } },
-              { resourceId: 'bench', threadId: `memory-${taskQueue}-${k}`, ...persistOnly },
-            );
-          } catch {
-            failed += 1;
-          }
-        },
+    const ready = await Promise.all(
+      workers.map(({ child }) =>
+        withTimeout(replyOf<MemoryWorkerReply>(child, 'ready'), 'the memory worker to start', 120_000),
+      ),
+    );
+    const snapshotAll = async (threads: number) => {
+      await Promise.all(
+        workers.map(async (worker) => worker.snapshots.push(await snapshot(worker.child, threads, cacheSize))),
       );
-      created += count;
-      creatingMs += performance.now() - t0;
-    };
-    const snapshot = async (): Promise<MemorySnapshot> => {
-      const deadline = Date.now() + 60_000;
-      let measured = await measure(child);
-      while (measured.busy > 0 && Date.now() < deadline) {
-        await sleep(200);
-        measured = await measure(child);
+      for (const { config, snapshots } of workers) {
+        const x = snapshots.at(-1)!;
+        progress(`    ${config.name}: ${x.cached} cached, RSS ${(x.rss / 2 ** 20).toFixed(1)} MiB`);
       }
-      const { rss, heapUsed, external, cached } = measured;
-      return { threads: created, rss, heapUsed, external, cached };
     };
-    const baseline = await snapshot();
-    progress(`  creating ${cacheSize} threads (all cached)…`);
-    await create(cacheSize);
-    const allCached = await snapshot();
-    progress(`  creating ${threads - cacheSize} more (the cache evicts as many)…`);
-    await create(threads - cacheSize);
-    const afterEviction = await snapshot();
-    const evicted = created - afterEviction.cached - (allCached.threads - allCached.cached);
-    child.send({ type: 'exit' } satisfies MemoryWorkerRequest);
+    await snapshotAll(0);
+    let created = 0;
+    let creatingMs = 0;
+    for (const stage of stages) {
+      const count = stage - created;
+      progress(`  creating ${int(count)} threads in each of ${workers.length} workers (${int(stage)} in all)…`);
+      const t0 = performance.now();
+      const jobs = workers.flatMap((worker, w) =>
+        Array.from({ length: count }, (_, k) => ({ worker, agent: clients[w]!.agent(benchAgent.id), k: created + k })),
+      );
+      await mapLimit(jobs, concurrency, async ({ worker, agent, k }) => {
+        try {
+          await agent.sendSignal(
+            { type: 'notification', contents: `memory ${k}`, attributes: { source: 'bench' } },
+            { resourceId: 'bench', threadId: `memory-${worker.taskQueue}-${k}`, ...persistOnly },
+          );
+        } catch {
+          worker.failed += 1;
+        }
+      });
+      creatingMs += performance.now() - t0;
+      created = stage;
+      await snapshotAll(created);
+    }
+    for (const { child } of workers) child.send({ type: 'exit' } satisfies MemoryWorkerRequest);
+    const results = workers.map(({ config, snapshots, failed }) => figures(config, snapshots, failed));
+    const main = results.find((r) => r.name === primary) ?? results[0]!;
+    const last = main.steps.at(-1);
     return {
-      threads: created,
-      cacheSize: ready.maxCachedWorkflows,
+      cacheSize: ready[0]!.type === 'ready' ? ready[0]!.maxCachedWorkflows : cacheSize,
       threadlineCacheSize: env.maxCachedWorkflows,
-      baseline,
-      allCached,
-      afterEviction,
-      rssPerCachedThread: Math.round((allCached.rss - baseline.rss) / Math.max(1, allCached.cached - baseline.cached)),
-      rssPerEvictedThread: Math.round((afterEviction.rss - allCached.rss) / Math.max(1, evicted)),
-      heapPerEvictedThread: Math.round((afterEviction.heapUsed - allCached.heapUsed) / Math.max(1, evicted)),
-      createdPerSecond: Math.round((created / creatingMs) * 100_000) / 100,
-      failed,
+      stages,
+      configs: results,
+      primary: main.name,
+      rssPerCachedThread: main.rssPerCachedThread,
+      rssPerEvictedThread: last?.rss ?? 0,
+      heapPerEvictedThread: last?.heapUsed ?? 0,
+      createdPerSecond: Math.round(((created * workers.length) / creatingMs) * 100_000) / 100,
     };
   } finally {
-    await client.close().catch(() => undefined);
-    await Promise.race([new Promise((resolve) => child.once('exit', resolve)), sleep(5_000)]);
-    child.kill('SIGKILL');
+    await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
+    await Promise.all(
+      workers.map(({ child }) => Promise.race([new Promise((resolve) => child.once('exit', resolve)), sleep(5_000)])),
+    );
+    for (const { child } of workers) child.kill('SIGKILL');
     process.off('exit', killOnExit);
     await rm(dir, { recursive: true, force: true });
   }
 }
+
+/** The malloc configuration of `npm start`, whose figures go to target 9 (docs/limits.md, worker memory). */
+export const primaryMallocConfig = 'glibc malloc (default)';
+
+function figures(config: MallocConfig, snapshots: MemorySnapshot[], failed: number): ConfigMemory {
+  const [start, first] = snapshots as [MemorySnapshot, MemorySnapshot];
+  const steps: EvictionStep[] = [];
+  for (let i = 2; i < snapshots.length; i++) {
+    const [a, b] = [snapshots[i - 1]!, snapshots[i]!];
+    // Evicted: created since, less what the cache grew by.
+    const evicted = Math.max(1, b.threads - a.threads - (b.cached - a.cached));
+    const per = (key: 'rss' | 'rssAnon' | 'heapUsed' | 'external') => Math.round((b[key] - a[key]) / evicted);
+    steps.push({
+      threads: b.threads,
+      evicted,
+      rss: per('rss'),
+      rssAnon: per('rssAnon'),
+      heapUsed: per('heapUsed'),
+      external: per('external'),
+    });
+  }
+  return {
+    name: config.name,
+    env: config.env,
+    snapshots,
+    rssPerCachedThread: Math.round((first.rss - start.rss) / Math.max(1, first.cached - start.cached)),
+    steps,
+    failed,
+  };
+}
+
+/**
+ * A measurement once the worker has caught up (a signal-with-start returns before the worker has run the new
+ * workflow's task): nothing in flight and the cache the same size on five checks in a row half a second apart, and
+ * every thread cached until the cache is full; or after 90 seconds of waiting for that (on a loaded machine a
+ * workflow task that timed out is retried later, so a row may show fewer cached: the table says how many).
+ */
+async function snapshot(child: ChildProcess, threads: number, cacheSize: number): Promise<MemorySnapshot> {
+  const deadline = Date.now() + 90_000;
+  let quiet = 0;
+  let measured = await measure(child);
+  for (;;) {
+    await sleep(500);
+    const next = await measure(child);
+    quiet = next.busy === 0 && next.cached === measured.cached ? quiet + 1 : 0;
+    measured = next;
+    if (quiet >= 5 && measured.cached >= Math.min(threads, cacheSize) - 2) break;
+    if (Date.now() > deadline) break;
+  }
+  const { type: _type, busy: _busy, ...memory } = measured;
+  return { threads, loadAverage: os.loadavg()[0]!, ...memory };
+}
+
+const int = (n: number) => n.toLocaleString('en-US');
 
 const persistOnly = { ifIdle: { behavior: 'persist' }, ifActive: { behavior: 'persist' } } as const;
 

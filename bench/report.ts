@@ -911,26 +911,52 @@ function httpSection(h: HttpResult): string[] {
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 
 function memorySection(m: MemoryResult): string[] {
-  const row = (name: string, x: MemoryResult['baseline']) =>
-    `| ${name} | ${int(x.threads)} | ${int(x.cached)} | ${mib(x.rss)} | ${mib(x.heapUsed)} | ${mib(x.external)} |`;
+  const rows = m.configs.flatMap((c) =>
+    c.snapshots.map(
+      (x) =>
+        `| ${c.name} | ${int(x.threads)} | ${int(x.cached)} | ${mib(x.rss)} | ${mib(x.rssAnon)} | ${mib(x.heapUsed)} | ` +
+        `${mib(x.heapTotal)} | ${mib(x.external)} | ${mib(x.v8Malloced)} | ${x.nativeContexts} | ` +
+        `${x.loadAverage.toFixed(1)} |`,
+    ),
+  );
+  const steps = m.configs.map(
+    (c) =>
+      `| ${c.name} | ${int(c.rssPerCachedThread)} | ` +
+      c.steps.map((s) => `${int(s.rss)} (heap ${int(s.heapUsed)})`).join(' | ') +
+      ` | ${c.failed ? int(c.failed) : ''} |`,
+  );
+  const stepHeads = m.stages.slice(1).map((n, i) => `${int(m.stages[i]!)} → ${int(n)}`);
   return [
     '## (j) Worker memory with idle threads',
     '',
-    `A Threadline worker in a process of its own (bench/memory-worker.ts), its workflow cache holding ` +
-      `${int(m.cacheSize)} workflows (the bench's worker runs with ${int(m.threadlineCacheSize)}). Threads are ` +
-      'created with one persist-only signal each (no run) and left idle; each measurement waits until the worker has ' +
-      'nothing in flight and runs two full GCs. The first half of the threads fill the cache; creating the second ' +
-      'half makes the worker evict the least recently used workflow for each new one.',
+    `Threadline workers in processes of their own (bench/memory-worker.ts), side by side in one run, one per malloc ` +
+      `configuration, each with its own task queue and a workflow cache of ${int(m.cacheSize)} workflows (the ` +
+      `bench's worker runs with ${int(m.threadlineCacheSize)}, the SDK's default for its heap). Threads are created ` +
+      'with one persist-only signal each (no run) and left idle, the same number in each worker; each measurement ' +
+      "waits until the worker has caught up and runs two full GCs. Once a worker's cache is full it evicts the least " +
+      'recently used workflow for each new one, so each stage after the first evicts as many threads as it creates. ' +
+      'RSS anon is the anonymous part of the RSS (malloc and V8 heaps, no mapped files); V8 malloced is what V8 ' +
+      'holds from malloc outside its heap; contexts are V8 native contexts (the SDK runs every workflow in one ' +
+      'reused context).',
     '',
-    '| | threads created | cached | RSS | V8 heap used | external |',
-    '| --- | ---: | ---: | ---: | ---: | ---: |',
-    row('worker started', m.baseline),
-    row('half created, all cached', m.allCached),
-    row('all created, the first half evicted', m.afterEviction),
+    '| configuration | threads created | cached | RSS | RSS anon | V8 heap used | V8 heap committed | external | ' +
+      'V8 malloced | contexts | load average |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...rows,
     '',
-    `RSS per cached idle thread: **${int(m.rssPerCachedThread)} bytes**; per evicted idle thread: ` +
-      `**${int(m.rssPerEvictedThread)} bytes** (V8 heap ${int(m.heapPerEvictedThread)} bytes). Threads created at ` +
-      `${m.createdPerSecond.toFixed(1)}/s${m.failed ? `, ${m.failed} creations failed` : ''}.`,
+    'Bytes of RSS per thread: per cached idle thread (the first stage), then per evicted idle thread over each ' +
+      'later stage (the RSS it grew by over the threads it evicted). Memory an allocator keeps and reuses falls ' +
+      'toward 0 stage by stage; a leak stays level.',
+    '',
+    `| configuration | per cached thread | ${stepHeads.map((h) => `per evicted, ${h}`).join(' | ')} | failed |`,
+    `| --- | ---: | ${stepHeads.map(() => '---:').join(' | ')} | ---: |`,
+    ...steps,
+    '',
+    `\`npm start\` runs with ${m.primary} (the Docker image sets \`MALLOC_ARENA_MAX=2\` and ` +
+      `\`MALLOC_TRIM_THRESHOLD_=131072\`): **${int(m.rssPerEvictedThread)} bytes** per evicted idle thread over the ` +
+      `last stage (V8 heap ${int(m.heapPerEvictedThread)}), ${int(m.rssPerCachedThread)} per cached one. Threads ` +
+      `created at ${m.createdPerSecond.toFixed(1)}/s, all workers together. docs/limits.md ` +
+      '(worker memory) explains the figures.',
     '',
   ];
 }

@@ -56,7 +56,7 @@ const sizes = quick
       },
       pacedNotifications: { notifications: 300, threads: 10, ratePerSecond: 46.5 },
       http: { latency: { samples: 10, warmup: 2 }, ingest: { threads: 50, signals: 100, concurrency: 32 } },
-      memory: { threads: 1_000, concurrency: 32 },
+      memory: { cacheSize: 100, stages: [100, 400, 1_000], concurrency: 32 },
       gatewayMemory: { subscribers: 100, chunks: 8_000, rounds: 1 },
     }
   : {
@@ -89,7 +89,7 @@ const sizes = quick
       },
       pacedNotifications: { notifications: 2_000, threads: 100, ratePerSecond: 46.5 },
       http: { latency: { samples: 100, warmup: 5 }, ingest: { threads: 500, signals: 1_000, concurrency: 32 } },
-      memory: { threads: 10_000, concurrency: 32 },
+      memory: { cacheSize: 500, stages: [500, 1_500, 3_000, 5_000], concurrency: 32 },
       gatewayMemory: { subscribers: 1_000, chunks: 8_000, rounds: 2 },
     };
 const reportPath = fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url));
@@ -165,7 +165,10 @@ const benchmarks = {
   },
   memory: async (env: BenchEnv) => {
     const m = sizes.memory;
-    progress(`(j) worker memory: ${m.threads} idle threads in a worker process caching half of them…`);
+    progress(
+      `(j) worker memory: worker processes caching ${m.cacheSize} threads each, one per malloc configuration, ` +
+        `measured at ${m.stages.join(', ')} idle threads created…`,
+    );
     return { memory: await benchMemory(env, m, progress) };
   },
   'gateway-memory': async (env: BenchEnv) => {
