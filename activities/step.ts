@@ -139,7 +139,8 @@ async function step(
   // Heartbeats carry cancellation to the activity; keep them flowing while the provider is slow to answer, and while
   // it streams, at most one per PART_HEARTBEAT_MS: each call is a trip through the SDK's pipeline into Core, which
   // sends one per throttle interval (a second by default) whatever the number of calls.
-  let lastBeat = performance.now();
+  // The first part heartbeats at once, as every part did before: a short step still reports early.
+  let lastBeat = -Infinity;
   const beat = () => {
     lastBeat = performance.now();
     ctx.heartbeat();
