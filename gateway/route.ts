@@ -16,7 +16,13 @@ import type { Context, Hono } from 'hono';
 import type { AgentCatalog } from '../client/agent-catalog';
 import { z } from 'zod';
 import { NotFoundError, UnauthorizedError, UnsupportedMediaTypeError, ValidationError } from '../protocol/errors';
-import { describeZodError, threadTargetSchema, type ThreadTarget } from '../protocol/schemas';
+import {
+  defaultLimits,
+  describeZodError,
+  nestedDeeperThan,
+  threadTargetSchema,
+  type ThreadTarget,
+} from '../protocol/schemas';
 import { authorizeTarget, type Caller, type GatewayEnv } from './auth';
 
 /** Where a route's request names its thread. */
@@ -166,6 +172,9 @@ async function knownAgent(c: Context, agents: AgentCatalog): Promise<string> {
 /** `application/json`, or a `+json` type (`application/problem+json`), with any parameters. */
 const JSON_MEDIA_TYPE = /^\s*application\/(?:[\w.!#$%&'*^`|~-]+\+)?json\s*(?:;|$)/i;
 
+/** A request body's levels of arrays and objects: an input's bound and room for the body around it. */
+const MAX_BODY_DEPTH = defaultLimits.maxInputDepth + 8;
+
 async function jsonBody<T>(c: Context, schema: z.ZodType<T>, prepare: (raw: unknown) => unknown): Promise<T> {
   // Refused before it is read. A browser posts `text/plain` to any origin without asking first (no CORS preflight):
   // taking it as JSON would let any web page act on a gateway that trusts its network (development mode, no keys).
@@ -181,6 +190,13 @@ async function jsonBody<T>(c: Context, schema: z.ZodType<T>, prepare: (raw: unkn
     raw = await c.req.json();
   } catch {
     throw new ValidationError('The request body must be JSON (Content-Type: application/json).');
+  }
+  // Before anything reads it: a body nested deep enough overflows the stack of whatever serializes it next (a send's
+  // answer echoes the message as sent). The input inside is bounded by maxInputDepth; the body adds its own levels.
+  if (nestedDeeperThan(raw, MAX_BODY_DEPTH)) {
+    throw new ValidationError(
+      `The request body nests arrays and objects deeper than ${MAX_BODY_DEPTH} levels. Send a flatter value.`,
+    );
   }
   return parse(schema, prepare(raw), 'request body');
 }
