@@ -468,6 +468,10 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
       headers: IDEMPOTENCY_HEADER,
       statuses: [409],
       handle: async ({ c, agentId, target, body }) => {
+        // One of the two: a body with both is ambiguous (which one did the caller mean?), never half-read.
+        if (body.notification !== undefined && body.notifications !== undefined) {
+          throw new ValidationError('Invalid request body: notification and notifications: give one of them, not both');
+        }
         const notifications = body.notifications ?? body.notification;
         if (notifications === undefined) {
           throw new ValidationError('Invalid request body: notification or notifications: Required');

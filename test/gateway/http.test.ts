@@ -650,6 +650,22 @@ describe('bad input', () => {
     await rejects(400, /message/, (t) => ({ ...t, message: 42 }));
   });
 
+  it('rejects a notifications body that gives both notification and notifications', async () => {
+    const valid = { source: 'github', kind: 'build', summary: 'green' };
+    const path = { path: '/api/agents/tester/notifications' };
+    await rejects(
+      400,
+      /notification and notifications: give one of them, not both/,
+      (t) => ({
+        ...t,
+        notifications: [valid],
+        notification: 7,
+      }),
+      path,
+    );
+    await rejects(400, /not both/, (t) => ({ ...t, notifications: [valid], notification: valid }), path);
+  });
+
   it('rejects bad attribute names, in the message and in ifActive / ifIdle', async () => {
     const named = /Invalid signal XML attribute name: bad name/;
     await rejects(400, named, (t) => ({ ...t, message: { contents: 'x', attributes: { 'bad name': 1 } } }));
