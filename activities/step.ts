@@ -129,9 +129,11 @@ async function step(
   const cancelled = cancel?.signal ?? ctx.cancellationSignal;
   const attempt = ctx.info.attempt;
   const out = new OrderedPublisher(deps.bus, input.threadKey, `s:${input.stepKey}:${attempt}`, input.runId);
-  // A retried step announces itself first, so subscribers drop the partial output of the failed attempt.
-  if (attempt > 1) out.push('run-retry', { stepNumber: input.stepNumber, attempt });
+  // The workflow's events that precede the step go first (already published by an earlier attempt, they add nothing):
+  // the thread's first event is never preceded by one of a step, which would read as a stream that began anew.
   for (const draft of input.preEvents) out.pushDraft(draft);
+  // A retried step announces itself before its output, so subscribers drop the partial output of the failed attempt.
+  if (attempt > 1) out.push('run-retry', { stepNumber: input.stepNumber, attempt });
   out.push('step-start', { stepNumber: input.stepNumber });
 
   const signals = await runProcessors(agent, input, out, cancelled);

@@ -10,7 +10,7 @@ import {
   type EventBus,
   type SubscribeFrom,
 } from './types';
-import { type EventDraft, type ThreadEvent } from '../protocol/events';
+import { THREAD_FIRST_EVENT_KEY, type EventDraft, type ThreadEvent } from '../protocol/events';
 
 /** One thread's retained window. Ids are `1, 2, 3, …` and the window always holds a contiguous range of them. */
 class ThreadLog {
@@ -19,6 +19,11 @@ class ThreadLog {
   private readonly byKey = new Map<string, ThreadEvent>();
   private readonly keyOf = new WeakMap<ThreadEvent, string>();
   lastId = 0;
+  /**
+   * Whether the log began with the thread's first event (`THREAD_FIRST_EVENT_KEY`). A log that began with another one
+   * began anew: the bus dropped the thread's earlier log (idle), or an earlier process had it.
+   */
+  beganWithThread = true;
   lastPublishAt = Date.now();
   readonly listeners = new Set<() => void>();
 
@@ -37,6 +42,7 @@ class ThreadLog {
   append(threadKey: string, draft: EventDraft, maxEvents: number): ThreadEvent {
     const retained = this.byKey.get(draft.key);
     if (retained) return retained;
+    if (this.lastId === 0) this.beganWithThread = draft.key === THREAD_FIRST_EVENT_KEY;
     const event: ThreadEvent = {
       id: String(++this.lastId),
       threadKey,
@@ -132,7 +138,7 @@ export class MemoryBus implements EventBus {
     // An id this bus never issued comes from an earlier process (ids restart at 1): everything retained is news to
     // the caller, after a gap marker.
     if (cursor > thread.lastId) cursor = -1;
-    return this.stream(thread, threadKey, cursor, signal);
+    return this.stream(thread, threadKey, cursor, signal, 'afterId' in from && cursor === 0);
   }
 
   async archive(threadKey: string, records: Record<string, unknown>[]): Promise<void> {
@@ -182,6 +188,8 @@ export class MemoryBus implements EventBus {
     threadKey: string,
     cursor: number,
     signal?: AbortSignal,
+    /** The caller reads the thread from its start: a log that began anew starts with a gap. */
+    fromThreadStart = false,
   ): AsyncGenerator<BusItem> {
     if (this.closed || signal?.aborted) return;
     let thread = this.threads.get(threadKey);
@@ -219,6 +227,10 @@ export class MemoryBus implements EventBus {
           continue;
         }
         cursor = item.kind === 'event' ? Number(item.event.id) : thread.firstId - 1;
+        if (fromThreadStart && item.kind === 'event' && item.event.id === '1' && !thread.beganWithThread) {
+          yield { kind: 'gap', oldestId: '1' };
+        }
+        fromThreadStart = false;
         yield item;
       }
     } finally {

@@ -12,7 +12,7 @@ import {
   type EventBus,
   type SubscribeFrom,
 } from './types';
-import { type EventDraft, type ThreadEvent } from '../protocol/events';
+import { THREAD_FIRST_EVENT_KEY, type EventDraft, type ThreadEvent } from '../protocol/events';
 
 /*
  * Each entry stores `p` (the id of the entry before it, `0-0` for the first of a stream) and `e` (the event JSON
@@ -20,6 +20,13 @@ import { type EventDraft, type ThreadEvent } from '../protocol/events';
  * knows entries in between were trimmed: that is the gap test, exact even with approximate trimming. An entry whose
  * `p` is `0-0` read after a `lastId` began the stream anew: Redis lost it (restarted without persistence, or the
  * stream expired), so the events after `lastId` may be gone too: also a gap.
+ *
+ * The entry that begins a stream also stores `k`, its publish key. A subscriber that reads the thread from its start
+ * (`afterId` `0-0`) cannot tell by `p` a brand-new thread's first entry from that of a stream that began anew after
+ * Redis lost the thread's earlier events: `k` tells, as every thread's stream begins with its first event
+ * (`THREAD_FIRST_EVENT_KEY`, `w:1`). A stream that begins with any other key (a later workflow event `w:N`, a step's
+ * or a tool's event) is read from its start after a gap. A first entry without `k` (written by a version before it)
+ * is taken as it was before: no gap.
  *
  * The keys hash maps event key -> stream id. A key whose entry was trimmed no longer counts as published (the
  * entry lookup comes back empty). Once the hash holds more than twice `maxEvents` (+200) fields, the script drops
@@ -54,7 +61,11 @@ for i = 3, #ARGV, 2 do
   if retained and #retained > 0 then
     out[#out + 1] = { id, field(retained[1][2], 'e') }
   else
-    id = redis.call('XADD', stream, 'MAXLEN', '~', maxEvents, '*', 'p', prev, 'e', json)
+    if prev == '0-0' then
+      id = redis.call('XADD', stream, 'MAXLEN', '~', maxEvents, '*', 'p', prev, 'e', json, 'k', key)
+    else
+      id = redis.call('XADD', stream, 'MAXLEN', '~', maxEvents, '*', 'p', prev, 'e', json)
+    end
     redis.call('HSET', keys, key, id)
     prev = id
     out[#out + 1] = { id, json }
@@ -250,8 +261,12 @@ export class RedisBus implements EventBus {
     signal?.addEventListener('abort', disconnect, { once: true });
     try {
       let lastId: string;
+      // Only a reader of the thread from its start is owed the events before the stream's first entry: `live` and
+      // `activeRun` on an empty stream begin at its first entry whatever it is.
+      let fromThreadStart = false;
       if ('afterId' in start) {
         lastId = start.afterId;
+        fromThreadStart = lastId === '0-0';
       } else {
         const page = await start.newest;
         lastId = page[0]?.[0] ?? '0-0';
@@ -265,9 +280,10 @@ export class RedisBus implements EventBus {
         const reply = await connection.xread('COUNT', readBatch, 'BLOCK', blockMs, 'STREAMS', stream, lastId);
         for (const [id, fields] of reply?.[0]?.[1] ?? []) {
           if (stopped()) return;
-          if (startsAfterGap(field(fields, 'p'), lastId)) yield { kind: 'gap', oldestId: id };
+          if (startsAfterGap(fields, lastId, fromThreadStart)) yield { kind: 'gap', oldestId: id };
           yield { kind: 'event', event: toEvent(id, field(fields, 'e')) };
           lastId = id;
+          fromThreadStart = false;
         }
       }
     } catch (error) {
@@ -327,8 +343,16 @@ function parseNotice(message: string): ControlNotice | null {
 }
 
 function field(fields: string[], name: string): string {
+  const value = optionalField(fields, name);
+  if (value === undefined) {
+    throw new Error(`Stream entry without field "${name}": not written by RedisBus. Use a prefix of its own.`);
+  }
+  return value;
+}
+
+function optionalField(fields: string[], name: string): string | undefined {
   for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
-  throw new Error(`Stream entry without field "${name}": not written by RedisBus. Use a prefix of its own.`);
+  return undefined;
 }
 
 function parseStreamId(id: string): StreamId {
@@ -346,14 +370,18 @@ function formatId([ms, seq]: StreamId): string {
 }
 
 /**
- * Whether the entry after `lastId` (whose predecessor was `previous` when it was added) leaves out events: its
- * predecessor is newer than `lastId` (entries between were trimmed), or it began the stream anew (`0-0`) although the
- * subscriber had a position in it: the stream was lost (Redis restarted without its data, or the stream expired)
- * and events after `lastId` may have gone with it.
+ * Whether the entry read after `lastId` leaves out events: its predecessor `p` is newer than `lastId` (entries between
+ * were trimmed); or it began the stream (`p` is `0-0`) and either the subscriber had a position (the stream was lost:
+ * Redis restarted without its data, or the stream expired, and events after `lastId` may have gone with it) or the
+ * subscriber reads the thread from its start and the entry is not the thread's first event (its key `k`; an entry
+ * without one, from an earlier version, is taken as whole).
  */
-function startsAfterGap(previous: string, lastId: string): boolean {
-  if (previous === '0-0') return lastId !== '0-0';
-  return compareIds(parseStreamId(previous), parseStreamId(lastId)) > 0;
+function startsAfterGap(fields: string[], lastId: string, fromThreadStart: boolean): boolean {
+  const previous = field(fields, 'p');
+  if (previous !== '0-0') return compareIds(parseStreamId(previous), parseStreamId(lastId)) > 0;
+  if (lastId !== '0-0') return true;
+  const key = optionalField(fields, 'k');
+  return fromThreadStart && key !== undefined && key !== THREAD_FIRST_EVENT_KEY;
 }
 
 function compareIds(a: StreamId, b: StreamId): number {

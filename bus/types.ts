@@ -16,8 +16,11 @@ import type { StepCancelNotice } from '../workflows/sinks';
 export type SubscribeFrom = { afterId: string } | { activeRun: true } | { live: true };
 
 /**
- * What a subscription yields: events, or one `gap` marker first when `afterId` is older than what the bus retains
- * (the caller then sends a snapshot of the thread before the events that follow).
+ * What a subscription yields: events, or a `gap` marker when events after the caller's position are not retained
+ * (the caller then sends a snapshot of the thread before the events that follow): first when `afterId` is older than
+ * what the bus retains, or is `0` and the bus's stream of the thread does not begin with the thread's first event
+ * (`THREAD_FIRST_EVENT_KEY`: the bus lost the ones before); mid-stream when the subscriber falls behind or the bus
+ * lost the stream under it.
  */
 export type BusItem = { kind: 'event'; event: ThreadEvent } | { kind: 'gap'; oldestId: string | null };
 

@@ -53,6 +53,22 @@ export interface EventDraft {
   at: number;
 }
 
+/**
+ * The key of the `seq`-th event a thread's workflow decided (`w:1`, `w:2`, …): the sequence lives in the workflow's
+ * snapshot, so it goes on across replay and continue-as-new and never starts again.
+ */
+export function workflowEventKey(seq: number): string {
+  return `w:${seq}`;
+}
+
+/**
+ * The key of a thread's first event. Every thread's stream begins with it: the workflow's first event is published
+ * before anything else of the thread (a step publishes the workflow's events it carries before its own output). A bus
+ * stream that begins with any other key began anew (the bus lost the thread's earlier events), which a subscriber
+ * reading the thread from its start must be told (a gap).
+ */
+export const THREAD_FIRST_EVENT_KEY = workflowEventKey(1);
+
 /** The event that echoes an input: user messages as `data-user-message`, everything else as `data-signal`. */
 export function echoType(message: InputMessage): ThreadEventType {
   return message.type === 'user' && !message.tagName ? 'data-user-message' : 'data-signal';

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryBus } from '../../bus/memory';
 import { RedisBus } from '../../bus/redis';
 import type { BusItem, BusRetention, ControlNotice, EventBus, SubscribeFrom } from '../../bus/types';
-import type { EventDraft, ThreadEvent } from '../../protocol/events';
+import { THREAD_FIRST_EVENT_KEY, workflowEventKey, type EventDraft, type ThreadEvent } from '../../protocol/events';
 import { startRedis, type RedisServer } from '../support/redis';
 
 let redis: RedisServer | undefined;
@@ -65,17 +65,18 @@ describe.each(implementations)('$name bus', { timeout: 30_000 }, ({ name, create
   it('assigns strictly increasing ids and keeps publish order', async () => {
     const bus = newBus();
     const thread = newThread();
-    const published: ThreadEvent[] = [];
+    // The thread's first event first, as every thread's stream begins: read from the start, no gap.
+    const published: ThreadEvent[] = await bus.publish(thread, [draft(THREAD_FIRST_EVENT_KEY)]);
     for (let burst = 0; burst < 3; burst++) {
       published.push(...(await bus.publish(thread, drafts(`b${burst}-`, 5))));
     }
 
-    expect(published.map((event) => event.payload)).toEqual(
+    expect(published.slice(1).map((event) => event.payload)).toEqual(
       ['b0-', 'b1-', 'b2-'].flatMap((prefix) => drafts(prefix, 5).map((draft) => draft.payload)),
     );
     expectIncreasing(published.map((event) => event.id));
-    expect(published[0]).toEqual({
-      id: published[0].id,
+    expect(published[1]).toEqual({
+      id: published[1].id,
       threadKey: thread,
       runId: 'run-1',
       type: 'text-delta',
@@ -84,14 +85,15 @@ describe.each(implementations)('$name bus', { timeout: 30_000 }, ({ name, create
     });
 
     const { iterator } = subscribe(bus, thread, { afterId: '0' });
-    expect(events(await take(iterator, 15))).toEqual(published);
+    expect(events(await take(iterator, 16))).toEqual(published);
   });
 
   it('publishes a key once, also within a batch and across a retried batch', async () => {
     const bus = newBus();
     const thread = newThread();
-    const [a1] = await bus.publish(thread, [draft('a')]);
-    const [a2] = await bus.publish(thread, [draft('a')]);
+    const a = THREAD_FIRST_EVENT_KEY;
+    const [a1] = await bus.publish(thread, [draft(a)]);
+    const [a2] = await bus.publish(thread, [draft(a)]);
     expect(a2).toEqual(a1);
 
     const first = await bus.publish(thread, [draft('b'), draft('c')]);
@@ -102,7 +104,7 @@ describe.each(implementations)('$name bus', { timeout: 30_000 }, ({ name, create
 
     const { iterator } = subscribe(bus, thread, { afterId: '0' });
     const seen = events(await take(iterator, 6));
-    expect(seen.map(keyOf)).toEqual(['a', 'b', 'c', 'd', 'e', 'end']);
+    expect(seen.map(keyOf)).toEqual([a, 'b', 'c', 'd', 'e', 'end']);
     expectIncreasing(seen.map((event) => event.id));
   });
 
@@ -204,6 +206,13 @@ describe.each(implementations)('$name bus', { timeout: 30_000 }, ({ name, create
     expect(oldest).toBeLessThanOrEqual(300 - 10);
     expect(events(await take(behind.iterator, 300 - oldest))).toEqual(published.slice(oldest));
 
+    // From the thread's start: one gap (its first entries were trimmed, and it does not begin with the thread's first
+    // event either), then the retained events.
+    const fromStart = subscribe(bus, thread, { afterId: '0' });
+    const [startGap, ...retained] = await take(fromStart.iterator, 301 - oldest);
+    expect(startGap).toEqual({ kind: 'gap', oldestId: published[oldest].id });
+    expect(events(retained)).toEqual(published.slice(oldest));
+
     const atBoundary = subscribe(bus, thread, { afterId: published[oldest - 1].id });
     expect(events(await take(atBoundary.iterator, 300 - oldest))).toEqual(published.slice(oldest));
 
@@ -227,6 +236,45 @@ describe.each(implementations)('$name bus', { timeout: 30_000 }, ({ name, create
     const oldest = published.findIndex((event) => event.id === (gap as Extract<BusItem, { kind: 'gap' }>).oldestId);
     expect(oldest).toBeGreaterThan(0);
     expect(events(await take(iterator, 300 - oldest))).toEqual(published.slice(oldest));
+  });
+
+  it('reads a brand-new thread from its start with no gap, whether the events came before or after the subscription', async () => {
+    const bus = newBus();
+    const thread = newThread();
+    const early = subscribe(bus, thread, { afterId: '0' });
+    const opening = [draft(THREAD_FIRST_EVENT_KEY, 'start'), draft(workflowEventKey(2), 'data-user-message')];
+    const published = await bus.publish(thread, [...opening, ...drafts('s:step-1:1:', 3)]);
+    const late = subscribe(bus, thread, { afterId: '0' });
+    expect(await take(early.iterator, 5)).toEqual(published.map((event) => ({ kind: 'event', event })));
+    expect(await take(late.iterator, 5)).toEqual(published.map((event) => ({ kind: 'event', event })));
+  });
+
+  it("marks a gap for a reader from the start when the thread began anew on the bus (its first event is not the thread's)", async () => {
+    // A fresh bus whose first event of the thread is the workflow's 32nd (what an in-process bus sees after a restart,
+    // or an expired or lost stream): the 31 before it are not there, and a reader of the whole thread must be told.
+    const bus = newBus();
+    const thread = newThread();
+    const early = subscribe(bus, thread, { afterId: '0' });
+    const published = await bus.publish(thread, [draft(workflowEventKey(32), 'start'), draft('s:step-9:1:0')]);
+    const late = subscribe(bus, thread, { afterId: '0' });
+    for (const { iterator } of [early, late]) {
+      const [gap, ...rest] = await take(iterator, 3);
+      expect(gap).toEqual({ kind: 'gap', oldestId: published[0].id });
+      expect(events(rest)).toEqual(published);
+    }
+    // A step's event first (the thread's earlier events lost in the middle of a step): the same.
+    const midStep = newThread();
+    const [delta] = await bus.publish(midStep, [draft('s:step-3:1:7')]);
+    const [gap, ...rest] = await take(subscribe(bus, midStep, { afterId: '0' }).iterator, 2);
+    expect(gap).toEqual({ kind: 'gap', oldestId: delta.id });
+    expect(events(rest)).toEqual([delta]);
+    // Readers that asked for no past (live, or the active run of a thread with no event) get no gap.
+    const other = newThread();
+    const live = subscribe(bus, other, { live: true });
+    const activeRun = subscribe(bus, other, { activeRun: true });
+    const [first] = await bus.publish(other, [draft(workflowEventKey(7), 'start', 'run-7')]);
+    expect(await take(live.iterator, 1)).toEqual([{ kind: 'event', event: first }]);
+    expect(await take(activeRun.iterator, 1)).toEqual([{ kind: 'event', event: first }]);
   });
 
   it('forgets an idle thread, keys included', async () => {
@@ -373,12 +421,60 @@ describe.each(implementations)('$name bus', { timeout: 30_000 }, ({ name, create
       const [gap, ...rest] = await take(iterator, 3);
       expect(gap).toMatchObject({ kind: 'gap' });
       expect(events(rest).map(keyOf)).toEqual(['after0', 'after1']);
-      // A subscriber of the new stream alone, from its start or from one of its ids, sees no gap.
-      const fromStart = subscribe(bus, thread, { afterId: '0-0' });
-      expect(events(await take(fromStart.iterator, 2)).map(keyOf)).toEqual(['after0', 'after1']);
+      // A subscriber of the new stream from one of its ids sees no gap (from its start, see below).
       const [first] = events(rest);
       const fromNew = subscribe(bus, thread, { afterId: first.id });
       expect(events(await take(fromNew.iterator, 1)).map(keyOf)).toEqual(['after1']);
+    });
+
+    it("marks a gap for a reader from the thread's start across a Redis that lost its data, then the new stream", async () => {
+      // The chaos finding: a subscriber that never received an event resumes from `0-0` after Redis came back empty.
+      const bus = newBus();
+      const thread = newThread();
+      const w = (seq: number) => draft(workflowEventKey(seq), 'data-signal', undefined);
+      await bus.publish(thread, [w(1), w(2), w(3)]);
+      await redis!.restartEmpty();
+      const after = await bus.publish(thread, [w(4), draft('s:step-2:1:0'), w(5)]);
+      const fromStart = subscribe(bus, thread, { afterId: '0-0' });
+      const [gap, ...rest] = await take(fromStart.iterator, 4);
+      expect(gap).toEqual({ kind: 'gap', oldestId: after[0].id });
+      expect(events(rest)).toEqual(after);
+
+      // A step's retried publish of the thread's first events (the killed attempt's work lost with Redis) begins the
+      // new stream with the thread's first event: the whole thread is there, no gap.
+      const again = newThread();
+      await bus.publish(again, [w(1), draft('s:step-1:1:0')]);
+      await redis!.restartEmpty();
+      const republished = await bus.publish(again, [w(1), w(2), draft('s:step-1:2:0')]);
+      const whole = subscribe(bus, again, { afterId: '0' });
+      expect(await take(whole.iterator, 3)).toEqual(republished.map((event) => ({ kind: 'event', event })));
+    });
+
+    it('reads entries an earlier version wrote (no publish key stored) as before: no gap, no failure', async () => {
+      const prefix = `test-${randomUUID()}`;
+      const bus = new RedisBus(redis!.url, { prefix });
+      cleanups.push(() => bus.close());
+      const client = new Redis(redis!.url);
+      cleanups.push(() => void client.disconnect());
+      const thread = newThread();
+      const stream = `${prefix}:events:${thread}`;
+      // As the earlier script wrote them: `p` and `e`, no `k`, and the publish keys in the hash.
+      const old = (seq: number) => JSON.stringify({ threadKey: thread, type: 'data-signal', payload: { seq }, at: 1 });
+      const firstId = await client.xadd(stream, '*', 'p', '0-0', 'e', old(7));
+      const secondId = await client.xadd(stream, '*', 'p', firstId!, 'e', old(8));
+      await client.hset(`${prefix}:keys:${thread}`, workflowEventKey(7), firstId!, workflowEventKey(8), secondId!);
+      const [newer] = await bus.publish(thread, [draft(workflowEventKey(9), 'data-signal', undefined)]);
+
+      const fromStart = subscribe(bus, thread, { afterId: '0-0' });
+      const items = await take(fromStart.iterator, 3);
+      expect(items.map((item) => item.kind)).toEqual(['event', 'event', 'event']);
+      expect(events(items).map((event) => event.id)).toEqual([firstId, secondId, newer.id]);
+      // Published again, an old entry's key still returns it (publishing stays idempotent across the upgrade).
+      const [retained] = await bus.publish(thread, [draft(workflowEventKey(7), 'data-signal', undefined)]);
+      expect(retained.id).toBe(firstId);
+      // Only the entry that begins a stream stores its key.
+      const entries = await client.xrange(stream, '-', '+');
+      expect(entries.at(-1)![1]).not.toContain('k');
     });
   }
 });

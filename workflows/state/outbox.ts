@@ -2,7 +2,7 @@
  * The thread's outbox: events the workflow decided, numbered in order (`w:<eventSeq>`), waiting for the publish
  * activity. The sequence lives in the snapshot, so the keys stay stable across replay and continue-as-new.
  */
-import type { ThreadEventType } from '../../protocol/events';
+import { workflowEventKey, type ThreadEventType } from '../../protocol/events';
 import type { OutboxEvent, ThreadClock, ThreadSnapshot } from './snapshot';
 
 export class Outbox {
@@ -20,7 +20,7 @@ export class Outbox {
 
   emit(type: ThreadEventType, payload: unknown, runId?: string): void {
     this.s.eventSeq += 1;
-    const draft: OutboxEvent = { key: `w:${this.s.eventSeq}`, type, payload, at: this.clock.now() };
+    const draft: OutboxEvent = { key: workflowEventKey(this.s.eventSeq), type, payload, at: this.clock.now() };
     if (runId !== undefined) draft.runId = runId;
     this.s.outbox.push(draft);
   }
