@@ -268,10 +268,12 @@ async function main(): Promise<number> {
       },
       {
         name: 'no workflow task failures',
-        violations: histories.taskFailures.map(
-          (t) => `thread ${t.thread}, run ${t.runId}, event ${t.eventId}: ${t.cause}: ${t.message}`,
-        ),
-        checked: `${histories.executions} executions, ${histories.events} events`,
+        violations: histories.taskFailures
+          .filter((t) => !turnedBack(t))
+          .map((t) => `thread ${t.thread}, run ${t.runId}, event ${t.eventId}: ${t.cause}: ${t.message}`),
+        checked:
+          `${histories.executions} executions, ${histories.events} events; ` +
+          `${histories.taskFailures.filter(turnedBack).length} completions turned back by the server (UNHANDLED_COMMAND)`,
       },
       {
         name: 'every history replays on the current code',
@@ -479,3 +481,12 @@ main().then(
     process.exit(2);
   },
 );
+
+/**
+ * A completion the server turned back because a signal arrived while the task was closing the execution (continue-as-
+ * new): Temporal records it as `WorkflowTaskFailed` with cause UNHANDLED_COMMAND and at once schedules a task that
+ * delivers the signal, so nothing is lost and no workflow code failed. Every other cause is a violation.
+ */
+function turnedBack(failure: { cause: string }): boolean {
+  return /UNHANDLED_COMMAND/.test(failure.cause);
+}
