@@ -48,6 +48,8 @@ import {
 import { definitions } from '../config/definitions';
 import { DEFAULT_TASK_QUEUE, temporalConnectionFromEnv, temporalConnectionOptions } from '../config/settings';
 import { threadlineConnectionOptions } from './grpc-retry';
+import { GrpcStatus } from './grpc-status';
+import { messagesOf, TASK_RETRY_AFTER_SECONDS, unreadableWhileTaskFails, workflowTaskFailing } from './unavailable';
 import { subscribe, type ThreadSubscription } from './subscription';
 import { listThreads, type ThreadListFilters, type ThreadListOptions } from './thread-list';
 import { forkThread, inspectThreadStep, listThreadSteps } from './time-travel';
@@ -118,15 +120,6 @@ class KeyedLimiter {
     };
   }
 }
-
-/**
- * The wait a 503 asks for when a thread's workflow task is still on a retry attempt at the delivery deadline: the next
- * attempt comes when its start-to-close timeout (10 s) ends or a live worker takes it.
- */
-const TASK_RETRY_AFTER_SECONDS = 5;
-
-/** gRPC status codes Threadline reacts to. */
-const grpcStatus = { NOT_FOUND: 5, RESOURCE_EXHAUSTED: 8, ABORTED: 10, UNAVAILABLE: 14 } as const;
 
 export interface ConnectOptions {
   /** The event bus; without one the client makes its own: Redis Streams at `redisUrl`, else in-process. */
@@ -392,7 +385,7 @@ export class ThreadlineClient {
       // The query is always registered: the client reports its handler's refusal (a bad cursor) as "not registered",
       // with the refusal's message.
       if (err instanceof QueryNotRegisteredError) throw new ValidationError(err.message, { cause: err });
-      throw errorFromRefusal(err) ?? err;
+      throw errorFromRefusal(err) ?? unreadableWhileTaskFails(err) ?? err;
     }
   }
 
@@ -486,7 +479,7 @@ export class ThreadlineClient {
         .query(threadStateQuery);
     } catch (err) {
       if (isNotFound(err)) return null;
-      throw err;
+      throw unreadableWhileTaskFails(err) ?? err;
     }
   }
 
@@ -500,7 +493,7 @@ export class ThreadlineClient {
         .query(threadMessagesQuery, page);
     } catch (err) {
       if (isNotFound(err)) return null;
-      throw err;
+      throw unreadableWhileTaskFails(err) ?? err;
     }
   }
 
@@ -708,30 +701,11 @@ function unchangedState(err: unknown, signalId: string): InputResult | null {
 }
 
 function isNotFound(err: unknown): boolean {
-  return err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === grpcStatus.NOT_FOUND);
-}
-
-/** An error's message with its causes' (a gRPC refusal arrives wrapped). */
-function messagesOf(err: unknown): string {
-  const messages: string[] = [];
-  for (let e = err as { message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
-    if (typeof e.message === 'string') messages.push(e.message);
-    e = e.cause as typeof e;
-  }
-  return messages.join(' | ');
-}
-
-/**
- * Temporal refuses updates while the workflow's task is on its third attempt or later (a worker died holding it, or it
- * keeps failing): `FAILED_PRECONDITION` with `WorkflowNotReadyFailure` (server `service/history/api/updateworkflow`),
- * until a worker completes that task. Signals and signal-with-start are still taken.
- */
-function workflowTaskFailing(err: unknown): boolean {
-  return /Workflow Task in failed state/i.test(messagesOf(err));
+  return err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === GrpcStatus.NOT_FOUND);
 }
 
 function isRetryableRpc(err: unknown): boolean {
   const cause = (err as { cause?: unknown })?.cause ?? err;
   const code = isGrpcServiceError(cause) ? cause.code : isGrpcServiceError(err) ? err.code : undefined;
-  return code === grpcStatus.RESOURCE_EXHAUSTED || code === grpcStatus.UNAVAILABLE || code === grpcStatus.ABORTED;
+  return code === GrpcStatus.RESOURCE_EXHAUSTED || code === GrpcStatus.UNAVAILABLE || code === GrpcStatus.ABORTED;
 }

@@ -12,8 +12,7 @@ import {
   type GrpcRetryOptions,
 } from '@temporalio/client';
 import type { TemporalConnectionOptions } from '../config/temporal';
-
-const RESOURCE_EXHAUSTED = 8;
+import { GrpcStatus } from './grpc-status';
 
 /** The server's words while a workflow's close (continue-as-new) is being committed. */
 const closingWorkflow = /workflow is closing/i;
@@ -28,7 +27,7 @@ export function threadlineGrpcRetryOptions(): GrpcRetryOptions {
   return {
     retryableDecider: sdk.retryableDecider,
     delayFunction: (attempt, status) =>
-      status.code === RESOURCE_EXHAUSTED && closingWorkflow.test(status.details ?? '')
+      status.code === GrpcStatus.RESOURCE_EXHAUSTED && closingWorkflow.test(status.details ?? '')
         ? closing.delayFunction(attempt, status)
         : sdk.delayFunction(attempt, status),
   };

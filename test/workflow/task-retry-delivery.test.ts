@@ -2,7 +2,8 @@
  * Delivery while a thread's workflow task is on a retry attempt (issue #14): Temporal refuses updates from the task's
  * third attempt ("Workflow Task in failed state", FAILED_PRECONDITION) until a worker completes it. Reproduced on the
  * real dev server with a worker whose every workflow task fails: the client resends until the task recovers and then
- * answers, and at its delivery deadline answers UnavailableError (503, Retry-After) with nothing delivered.
+ * answers, and at its delivery deadline answers UnavailableError (503, Retry-After) with nothing delivered. Reads
+ * (queries), refused by Temporal meanwhile, are the same 503.
  */
 import { fileURLToPath } from 'node:url';
 import { Client, type WorkflowClientInterceptor } from '@temporalio/client';
@@ -88,6 +89,9 @@ describe('an input while the thread’s workflow task is on a retry attempt', ()
     expect((refused as Error).message).toMatch(/workflow task is being retried.*send it again with the same id/s);
     const abort = await impatient.abortThread(t).catch((err: unknown) => err);
     expect(abort).toBeInstanceOf(UnavailableError);
+    for (const read of [impatient.getThread(t), impatient.getMessages(t), impatient.listNotifications(t)]) {
+      await expect(read).rejects.toMatchObject({ name: 'UnavailableError', status: 503, retryAfterSeconds: 5 });
+    }
     // Over HTTP: 503 with Retry-After, which a client (the HTTP SDK, the chaos harness) waits out and sends again.
     const gateway = await serveGateway({ client: impatient, agents: summarizeAgents([testAgent]), port: 0 });
     try {
@@ -102,6 +106,19 @@ describe('an input while the thread’s workflow task is on a retry attempt', ()
       expect(res.status).toBe(503);
       expect(res.headers.get('retry-after')).toBe('5');
       expect(((await res.json()) as { error: { type: string } }).error.type).toBe('UnavailableError');
+      // Reads are queries, which Temporal refuses too while the task fails: a 503 to retry, not a 500.
+      const thread = `${gateway.url}/api/threads/${encodeURIComponent(t.resourceId)}/${encodeURIComponent(t.threadId)}`;
+      for (const path of ['', '/messages', '/notifications']) {
+        const read = await fetch(thread + path);
+        expect({ path, status: read.status, retryAfter: read.headers.get('retry-after') }).toEqual({
+          path,
+          status: 503,
+          retryAfter: '5',
+        });
+        expect(((await read.json()) as { error: { message: string } }).error.message).toMatch(
+          /workflow task is being retried.*retry after 5 s/s,
+        );
+      }
     } finally {
       await gateway.close();
     }
