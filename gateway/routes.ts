@@ -89,10 +89,24 @@ const toolApprovalBodySchema = threadTargetSchema.extend(toolApprovalSchema.shap
   format: z.unknown().optional(),
 });
 
-const notificationBodySchema = threadTargetSchema.extend({
-  notification: documentedAs(z.unknown(), notificationInputSchema).optional(),
-  notifications: documentedAs(z.unknown(), z.array(notificationInputSchema)).optional(),
-});
+/** One notification or a list: exactly one of the two (a body with both is ambiguous, never half-read). */
+const notificationBodySchema = threadTargetSchema
+  .extend({
+    notification: documentedAs(z.unknown(), notificationInputSchema).optional(),
+    notifications: documentedAs(z.unknown(), z.array(notificationInputSchema)).optional(),
+  })
+  .superRefine((body, ctx) => {
+    const given = [body.notification, body.notifications].filter((v) => v !== undefined).length;
+    if (given === 1) return;
+    ctx.addIssue({
+      code: 'custom',
+      path: ['notification'],
+      message:
+        given === 0
+          ? 'Required: give notification (one) or notifications (a list)'
+          : 'give notification or notifications, not both',
+    });
+  });
 
 /** `a,b` → `['a', 'b']`, for list filters in a query string. */
 const commaList = <T extends string>(values: readonly [T, ...T[]]) =>
@@ -468,14 +482,7 @@ export function gatewayRoutes(deps: RouteDeps): Route[] {
       headers: IDEMPOTENCY_HEADER,
       statuses: [409],
       handle: async ({ c, agentId, target, body }) => {
-        // One of the two: a body with both is ambiguous (which one did the caller mean?), never half-read.
-        if (body.notification !== undefined && body.notifications !== undefined) {
-          throw new ValidationError('Invalid request body: notification and notifications: give one of them, not both');
-        }
         const notifications = body.notifications ?? body.notification;
-        if (notifications === undefined) {
-          throw new ValidationError('Invalid request body: notification or notifications: Required');
-        }
         const key = c.req.header('Idempotency-Key');
         const options = key ? { id: key } : {};
         const result = await client.agent(agentId).sendNotificationSignal(notifications as never, target, options);

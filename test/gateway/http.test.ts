@@ -650,12 +650,13 @@ describe('bad input', () => {
     await rejects(400, /message/, (t) => ({ ...t, message: 42 }));
   });
 
-  it('rejects a notifications body that gives both notification and notifications', async () => {
+  it('rejects a notifications body that gives both notification and notifications, or neither', async () => {
     const valid = { source: 'github', kind: 'build', summary: 'green' };
     const path = { path: '/api/agents/tester/notifications' };
+    await rejects(400, /notification: Required: give notification \(one\) or notifications \(a list\)/, (t) => t, path);
     await rejects(
       400,
-      /notification and notifications: give one of them, not both/,
+      /notification: give notification or notifications, not both/,
       (t) => ({
         ...t,
         notifications: [valid],
