@@ -81,3 +81,13 @@ export function refuseOversized(value: unknown, what: string, maxInputBytes: num
     { limit: 'maxInputBytes', value: maxInputBytes, bytes },
   );
 }
+
+/**
+ * The refusal of a value nested deeper than the thread's `maxInputDepth` (check it with `nestedDeeperThan`, before
+ * anything serializes the value: `JSON.stringify` overflows the stack some ten thousand levels down). The clients and
+ * the gateway refuse such inputs first, so only raw Temporal senders meet this.
+ */
+export function depthRefusal(what: string, maxInputDepth: number): ThreadRefusal<'InvalidInput'> {
+  const message = `${what} nests arrays and objects deeper than ${maxInputDepth} levels (this thread's maxInputDepth). Send a flatter value.`;
+  return new ThreadRefusal('InvalidInput', message, { issues: message });
+}

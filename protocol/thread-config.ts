@@ -20,6 +20,13 @@ export interface ThreadConfig {
    * sender, so a raw Temporal client cannot store what the next step could not carry (Temporal caps a payload at 2 MB).
    */
   maxInputBytes: number;
+  /**
+   * Levels of arrays and objects in one input (a message, signal or state; each notification of a send; an approval's
+   * `resumeData`). Clients refuse deeper ones first (`connect({ limits: { maxInputDepth } })`, the gateway's body
+   * bound); the thread refuses them from any sender (`InvalidInput`, a signal dropped with a log line), so a raw
+   * Temporal client cannot store a value deep enough to overflow the stack of whatever serializes it next.
+   */
+  maxInputDepth: number;
   maxQueueLength: number;
   maxPendingInputs: number;
   /** Stored conversation messages kept in the thread (oldest dropped first). */
@@ -59,6 +66,7 @@ export const defaultThreadConfig: ThreadConfig = {
   maxSignalsPerExecution: 5_000,
   rememberInputs: 2_000,
   maxInputBytes: defaultLimits.maxInputBytes,
+  maxInputDepth: defaultLimits.maxInputDepth,
   maxQueueLength: defaultLimits.maxQueueLength,
   maxPendingInputs: defaultLimits.maxPendingInputs,
   maxStoredMessages: 2_000,

@@ -89,6 +89,12 @@ export type ThreadWorkflowArgs = BaseWorkflowArgs<ThreadSnapshot>;
  */
 export const STATE_INDEPENDENT_ACTIONS_PATCH = 'state-independent-actions';
 
+/**
+ * `patched()` id: a signalled input (or notification) nested deeper than the thread's `maxInputDepth` is dropped as
+ * an invalid payload; histories from before took it. Asked only for such a signal.
+ */
+export const INPUT_DEPTH_PATCH = 'input-depth';
+
 /** Events per publish activity, in JSON bytes: far below Temporal's 2 MB payload limit. */
 const PUBLISH_BUDGET_BYTES = 256 * 1024;
 
@@ -103,7 +109,10 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     args.snapshot ?? emptySnapshot(args.resourceId, args.threadId),
     config,
     { now: workflowNow, newId: uuid4 },
-    { stateIndependentActions: () => patched(STATE_INDEPENDENT_ACTIONS_PATCH) },
+    {
+      stateIndependentActions: () => patched(STATE_INDEPENDENT_ACTIONS_PATCH),
+      boundedInputDepth: () => patched(INPUT_DEPTH_PATCH),
+    },
   );
   const key = threadKey(args.resourceId, args.threadId);
   let updatesSeen = 0;
@@ -170,7 +179,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       thread.validate(input);
     } catch (err) {
       if (err instanceof ThreadRefusal && err.type === 'UnchangedState') return; // skipped: the lane has this state
-      log.warn(`Dropped ${name} input ${input.id}`, { error: (err as Error).message });
+      log.warn(droppedLine(name, err, `input ${input.id}`), { error: (err as Error).message });
       return;
     }
     thread.accept(input);
@@ -249,7 +258,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       validator: (raw) =>
         refuseWith(() => {
           validateControl(validateNotificationBatch, raw);
-          thread.validateNotifications(raw);
+          thread.validateNotifications(raw, openGates);
         }),
     },
   );
@@ -263,7 +272,9 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     try {
       thread.validateNotifications(parsed.data);
     } catch (err) {
-      log.warn(`Dropped notifications ${parsed.data.id}`, { error: (err as Error).message });
+      log.warn(droppedLine('sendNotification', err, `notifications ${parsed.data.id}`), {
+        error: (err as Error).message,
+      });
       return;
     }
     thread.acceptNotifications(parsed.data, await notificationSettings(parsed.data));
@@ -622,6 +633,12 @@ function invalidInput(found: readonly PayloadIssue[]): ApplicationFailure {
  * Runs `fn`; a refusal of the thread's state code leaves as an `ApplicationFailure` of the same type and details, so
  * callers in any language branch on `type`.
  */
+/** A dropped signal's log line: `Dropped invalid <name> payload` for an invalid one (too deep), as the validators'. */
+function droppedLine(name: string, err: unknown, what: string): string {
+  const invalid = err instanceof ThreadRefusal && err.type === 'InvalidInput';
+  return invalid ? `Dropped invalid ${name} payload` : `Dropped ${name} ${what}`;
+}
+
 function refuseWith<T>(fn: () => T): T {
   try {
     return fn();

@@ -2,7 +2,8 @@
  * issue #14 part 3: the thread workflow under generated payloads sent straight with the Temporal client, as every
  * signal and update of `protocol/definitions.ts` (a definition added there without a generator fails the first test).
  * Payloads come from `test/support/fuzz/payloads.ts`: valid, broken in one field, or arbitrary; one argument, none
- * or two. Whether a payload is valid is decided by the documented zod schema, on the value as it reaches the worker.
+ * or two. Whether a payload is valid is decided by the documented zod schema and the thread's `maxInputDepth`, on the
+ * value as it reaches the worker.
  * Properties, on the real dev server:
  *
  * - an update with an invalid payload is refused by its validator with a typed `ApplicationFailure` (and every
@@ -153,7 +154,13 @@ describe('raw Temporal payloads', () => {
         const t = threads[thread];
         const workflowId = threadKey(t.resourceId, t.threadId);
         const handle = h.temporal.workflow.getHandle(workflowId);
-        const valid = args.length > 0 && payloadSpecs[definition.name].schema.safeParse(onTheWire(args[0])).success;
+        const spec = payloadSpecs[definition.name];
+        const wire = args.length > 0 ? onTheWire(args[0]) : undefined;
+        const parsed = spec.schema.safeParse(wire);
+        // The thread bounds the depth of what it stores: a signal's payload as parsed (unknown keys of nested objects
+        // dropped), an update's as sent.
+        const stored = definition.type === 'signal' ? parsed.data : wire;
+        const valid = args.length > 0 && parsed.success && !spec.tooDeep?.(stored);
         // Past Temporal's 2 MB payload limit the server (or the SDK echoing a rejected update) refuses the call in
         // its own way; the history checks below still hold the thread to 0 task failures.
         const overLimit = JSON.stringify(args).length > TEMPORAL_PAYLOAD_LIMIT;

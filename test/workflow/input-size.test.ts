@@ -5,7 +5,6 @@
  * thread). An oversized update is refused with `InputTooLarge`; an oversized signal is dropped with a log line; the
  * thread goes on answering, with no workflow task failure. A client whose limit is raised starts its threads with it.
  */
-import { ApplicationFailure, WorkflowUpdateFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from '../../client/connect';
 import { readHistoryChain } from '../../client/history-chain';
@@ -20,6 +19,7 @@ import { threadKey } from '../../protocol/ids';
 import type { NotificationBatch, ThreadInput } from '../../protocol/schemas';
 import { defaultThreadConfig } from '../../protocol/thread-config';
 import { sendAndWaitForAnswer, startHarness, type Harness } from '../support/harness';
+import { updateRefusal } from '../support/raw-payloads';
 
 let h: Harness;
 
@@ -40,24 +40,15 @@ const message = (id: string, bytes: number): ThreadInput => ({
   contents: 'x'.repeat(bytes),
 });
 
-async function refusalOf(promise: Promise<unknown>): Promise<ApplicationFailure> {
-  const err = await promise.then(
-    () => expect.fail('the update was accepted'),
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
-  const cause = (err as WorkflowUpdateFailedError).cause;
-  expect(cause).toBeInstanceOf(ApplicationFailure);
-  return cause as ApplicationFailure;
-}
-
 describe('maxInputBytes in the thread', () => {
   it('refuses an oversized raw update, drops an oversized raw signal, and keeps answering', async () => {
     const t = h.thread();
     await sendAndWaitForAnswer(h, t, 'Hello');
     const handle = h.temporal.workflow.getHandle(threadKey(t.resourceId, t.threadId));
 
-    const update = await refusalOf(handle.executeUpdate(submitInputUpdate, { args: [message('big-update', limit)] }));
+    const update = await updateRefusal(
+      handle.executeUpdate(submitInputUpdate, { args: [message('big-update', limit)] }),
+    );
     expect(update.type).toBe('InputTooLarge');
     expect(update.details?.[0]).toMatchObject({ limit: 'maxInputBytes', value: limit });
     expect(update.message).toMatch(/this thread takes at most 262144 \(its maxInputBytes\)/);
@@ -67,7 +58,7 @@ describe('maxInputBytes in the thread', () => {
       agentId: 'tester',
       notifications: [{ source: 'ci', kind: 'log', summary: 'a big log', payload: 'x'.repeat(limit), priority: 'low' }],
     } as NotificationBatch;
-    expect((await refusalOf(handle.executeUpdate(submitNotificationsUpdate, { args: [batch] }))).type).toBe(
+    expect((await updateRefusal(handle.executeUpdate(submitNotificationsUpdate, { args: [batch] }))).type).toBe(
       'InputTooLarge',
     );
 

@@ -2,10 +2,11 @@
  * Tool calls that need a human's approval (behaviour §2.4): a step's calls park on the run until every approval is
  * decided (approved, declined, or declined when its deadline passed), then the main loop runs them.
  */
-import { ThreadRefusal } from '../../protocol/failures';
+import { ThreadRefusal, depthRefusal } from '../../protocol/failures';
 import type { StepResult } from '../../protocol/messages';
 import type { StepPlan } from '../../protocol/step';
 import type { ThreadConfig } from '../../protocol/thread-config';
+import { nestedDeeperThan } from '../../protocol/vocabulary';
 import type { ToolApproval, ToolApprovalResult } from '../../protocol/views';
 import type { Outbox } from './outbox';
 import type { ParkedToolCall, RunState, ThreadClock, ThreadSnapshot, ToolWait } from './snapshot';
@@ -71,8 +72,14 @@ export class Approvals {
     return true;
   }
 
-  /** The update validator: throws `ToolCallNotFound` / `ToolCallDecided` without changing anything. */
+  /**
+   * The update validator: throws `ToolCallNotFound` / `ToolCallDecided` without changing anything, or `InvalidInput`
+   * for `resumeData` nested deeper than `maxInputDepth` (it becomes the tool's input).
+   */
   validate(approval: ToolApproval): void {
+    if (nestedDeeperThan(approval.resumeData, this.config.maxInputDepth)) {
+      throw depthRefusal('resumeData', this.config.maxInputDepth);
+    }
     const parked = this.s.run?.toolWait?.calls.find((c) => c.call.toolCallId === approval.toolCallId);
     if (parked?.approval?.status === 'waiting') return;
     if (parked?.approval || this.s.decidedToolCalls.includes(approval.toolCallId)) {

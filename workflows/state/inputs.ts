@@ -4,11 +4,12 @@
  * persisted without a run, or discarded.
  */
 import { echoPayload, echoType } from '../../protocol/events';
-import { ThreadRefusal, refuseOversized } from '../../protocol/failures';
+import { ThreadRefusal, depthRefusal, refuseOversized } from '../../protocol/failures';
 import { mergeAttributes } from '../../protocol/render';
 import { stateIndependentAction } from '../../protocol/routing';
 import type { InputAction, InputResult, ThreadInput } from '../../protocol/schemas';
 import type { ThreadConfig } from '../../protocol/thread-config';
+import { nestedDeeperThan } from '../../protocol/vocabulary';
 import type { Conversation } from './conversation';
 import type { Lanes } from './lanes';
 import type { Outbox } from './outbox';
@@ -42,6 +43,10 @@ export class Inputs {
    * validator passes `openGates` (Temporal never replays a validator, and it may not record a patch marker).
    */
   validate(input: ThreadInput, gates: ThreadGates = this.gates): void {
+    // First: a value too deep to serialize, even as a resend of an id the thread remembers.
+    if (nestedDeeperThan(input, this.config.maxInputDepth) && gates.boundedInputDepth()) {
+      throw depthRefusal('The input', this.config.maxInputDepth);
+    }
     if (this.remembered.has(input.id)) return;
     refuseOversized(input, 'The input', this.config.maxInputBytes);
     const { run } = this.s;

@@ -4,14 +4,23 @@
  * deliveries that waited for an idle thread, and one digest of every record due for a summary.
  */
 import type { DeliveryDecision } from '../../protocol/agent-profile';
-import { ThreadRefusal, refuseOversized } from '../../protocol/failures';
+import { ThreadRefusal, depthRefusal, refuseOversized } from '../../protocol/failures';
 import type { NotificationBatch, ThreadInput } from '../../protocol/schemas';
 import type { ThreadConfig } from '../../protocol/thread-config';
+import { nestedDeeperThan } from '../../protocol/vocabulary';
 import type { NotificationOutcome, NotificationRecord, NotificationSendResult } from '../../protocol/views';
 import { decideDelivery } from '../delivery-policy';
 import { byPriority, coalesce, findCoalescable, isClosed, newRecord, summaryOf, unschedule } from '../inbox';
 import type { Inbox } from './inbox';
-import type { InputRouter, NotificationSettings, RememberedBatch, ThreadClock, ThreadSnapshot } from './snapshot';
+import {
+  openGates,
+  type InputRouter,
+  type NotificationSettings,
+  type RememberedBatch,
+  type ThreadClock,
+  type ThreadGates,
+  type ThreadSnapshot,
+} from './snapshot';
 
 /** The longest wait between two delivery attempts of a record. */
 const MAX_RETRY_BACKOFF_MS = 60_000;
@@ -34,8 +43,14 @@ export class Notifications {
     return [...this.rememberedBatches.entries()];
   }
 
-  /** Refuses a send the inbox cannot take: pending records never leave it, so they bound it. */
-  validate(batch: NotificationBatch): void {
+  /**
+   * Refuses a send the inbox cannot take: pending records never leave it, so they bound it. `gates`: as for an
+   * input (`Inputs.validate`), an update validator passes `openGates`.
+   */
+  validate(batch: NotificationBatch, gates: ThreadGates = openGates): void {
+    const maxDepth = this.config.maxInputDepth;
+    const deep = batch.notifications.findIndex((notification) => nestedDeeperThan(notification, maxDepth));
+    if (deep >= 0 && gates.boundedInputDepth()) throw depthRefusal(`Notification ${deep}`, maxDepth);
     if (this.rememberedBatches.has(batch.id)) return;
     for (const [i, notification] of batch.notifications.entries()) {
       refuseOversized(notification, `Notification ${i}`, this.config.maxInputBytes);

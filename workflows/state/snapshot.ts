@@ -120,10 +120,15 @@ export interface ThreadGates {
    * was refused): so the client can answer it without asking the thread.
    */
   stateIndependentActions(): boolean;
+  /**
+   * An input (or notification) nested deeper than the thread's `maxInputDepth` is refused: an update's validator
+   * refuses it, a signal is dropped with a log line. Histories from before took such a signal from a raw sender.
+   */
+  boundedInputDepth(): boolean;
 }
 
 /** Every gate open: the current behaviour (unit tests, and update validators, which Temporal never replays). */
-export const openGates: ThreadGates = { stateIndependentActions: () => true };
+export const openGates: ThreadGates = { stateIndependentActions: () => true, boundedInputDepth: () => true };
 
 /** How the parts that produce inputs (state lanes, notifications, the inbox tool) hand them to the thread. */
 export interface InputRouter {

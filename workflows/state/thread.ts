@@ -63,7 +63,7 @@ export class ThreadState {
     private readonly s: ThreadSnapshot,
     readonly config: ThreadConfig,
     clock: ThreadClock,
-    gates: ThreadGates = openGates,
+    private readonly gates: ThreadGates = openGates,
   ) {
     this.outbox = new Outbox(s, clock);
     this.conversation = new Conversation(s, config, clock);
@@ -221,8 +221,9 @@ export class ThreadState {
 
   // ---- Notifications (behaviour §4) ---------------------------------------------------------------------------------
 
-  validateNotifications(batch: NotificationBatch): void {
-    this.notifications.validate(batch);
+  /** As `validate`, for a notification send: an update validator passes `openGates`. */
+  validateNotifications(batch: NotificationBatch, gates: ThreadGates = this.gates): void {
+    this.notifications.validate(batch, gates);
   }
 
   acceptNotifications(batch: NotificationBatch, settings: NotificationSettings = {}): NotificationSendResult {

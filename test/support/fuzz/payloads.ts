@@ -16,6 +16,8 @@ import {
   threadInputSchema,
   toolApprovalSchema,
 } from '../../../protocol/schemas';
+import { defaultThreadConfig } from '../../../protocol/thread-config';
+import { nestedDeeperThan } from '../../../protocol/vocabulary';
 import { PROTO_KEYS, hostileString, protoObject, typeConfused, withOwnKey } from './values';
 
 /** A value nested `depth` levels deep, built only when it is sent (and printed short in a counterexample). */
@@ -49,6 +51,7 @@ export class Huge {
   }
 }
 
+// 10 levels are within the thread's maxInputDepth (64), the others past it (refused: `tooDeep` below).
 const deep = fc
   .tuple(fc.constantFrom(10, 100, 1_000, 3_000), fc.constantFrom<'array' | 'object'>('array', 'object'))
   .map(([depth, shape]) => new Deep(depth, shape));
@@ -148,13 +151,28 @@ export interface PayloadSpec {
   /** The documented wire format: a payload it refuses is invalid. */
   schema: z.ZodType;
   valid: fc.Arbitrary<Record<string, unknown>>;
+  /**
+   * Whether a payload the schema takes nests deeper than the thread's `maxInputDepth` (the schemas do not count
+   * levels; the clients and the thread do): such a payload is invalid too.
+   */
+  tooDeep?: (payload: unknown) => boolean;
 }
 
+/** The thread's bound, as it applies it: to an input, to each notification of a send, to an approval's resumeData. */
+const maxDepth = defaultThreadConfig.maxInputDepth;
 const inputSpec: PayloadSpec = {
   schema: threadInputSchema,
   valid: threadInput as fc.Arbitrary<Record<string, unknown>>,
+  tooDeep: (payload) => nestedDeeperThan(payload, maxDepth),
 };
-const batchSpec: PayloadSpec = { schema: notificationBatchSchema, valid: notificationBatch };
+const batchSpec: PayloadSpec = {
+  schema: notificationBatchSchema,
+  valid: notificationBatch,
+  tooDeep: (payload) =>
+    (payload as { notifications: unknown[] }).notifications.some((notification) =>
+      nestedDeeperThan(notification, maxDepth),
+    ),
+};
 
 /** Every signal and update of the thread workflow that takes a payload, by wire name. */
 export const payloadSpecs: Record<string, PayloadSpec> = {
@@ -183,6 +201,7 @@ export const payloadSpecs: Record<string, PayloadSpec> = {
       },
       { requiredKeys: ['toolCallId', 'approved'] },
     ),
+    tooDeep: (payload) => nestedDeeperThan((payload as { resumeData?: unknown }).resumeData, maxDepth),
   },
   changeNotificationStatus: {
     schema: notificationStatusRequestSchema,

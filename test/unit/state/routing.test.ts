@@ -128,7 +128,7 @@ describe('behind its closed gate (a history recorded before the change)', () => 
 
   it('queues a persist for another agent behind the active run, as before, and asks the gate only then', () => {
     let asked = 0;
-    const closed: ThreadGates = { stateIndependentActions: () => (asked++, false) };
+    const closed: ThreadGates = { ...openGates, stateIndependentActions: () => (asked++, false) };
     const thread = threadIn('active', closed);
     expect(thread.accept(persistBoth('same', 'a')).action).toBe('persist');
     expect(asked).toBe(0);
@@ -138,7 +138,7 @@ describe('behind its closed gate (a history recorded before the change)', () => 
   });
 
   it('refuses a persist while the run has maxPendingInputs waiting, as before', () => {
-    const closed: ThreadGates = { stateIndependentActions: () => false };
+    const closed: ThreadGates = { ...openGates, stateIndependentActions: () => false };
     const thread = threadIn('pending-full', closed);
     expect(refusal(() => thread.validate(persistBoth('full', 'a'))).details).toMatchObject({
       limit: 'maxPendingInputs',
