@@ -9,10 +9,16 @@
  *    two halves run A B B A (each half with half the signals over half the threads, fresh ones).
  *
  * The gateway is served in this process on the bench's in-process bus and client (its request lines written as in
- * production, to /dev/null), so the two sides differ only in HTTP, the gateway and SSE.
+ * production, to /dev/null), so the two sides differ only in HTTP, the gateway and SSE. The gateway's latency is timed
+ * by two clients: one in a process of its own (bench/http-client-process.ts), as users see it — the targets use it —,
+ * and one in this process (undici `fetch`), which shares its event loop with the worker's step: a scripted model
+ * answers a whole reply in one burst, and this client reads its socket only once the step's burst is done.
  */
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
 import { summarizeAgents } from '../agents/summary';
 import { serveGateway, type ServedGateway } from '../gateway/serve';
 import type { ThreadTarget } from '../protocol/schemas';
@@ -28,7 +34,13 @@ export interface HttpSizes {
 
 interface Side<T> {
   inProcess: T;
+  /** Through the gateway, timed by a client in a process of its own. */
   gateway: T;
+}
+
+/** Latency sides: also the gateway timed by a client in the bench's process. */
+interface LatencySide<T> extends Side<T> {
+  gatewayLocalClient: T;
 }
 
 export interface HttpIngestCase {
@@ -43,9 +55,9 @@ export interface HttpResult {
   samples: number;
   warmup: number;
   /** Send → first text-delta at the client, first message to a new thread. */
-  newThread: Side<Summary>;
+  newThread: LatencySide<Summary>;
   /** Send → first text-delta at the client, the next message once the thread is idle again. */
-  idleThread: Side<Summary>;
+  idleThread: LatencySide<Summary>;
   ingest: { threads: number; concurrency: number } & Side<HttpIngestCase>;
 }
 
@@ -60,17 +72,23 @@ export async function benchHttp(
     port: 0,
     logger: gatewayLogger,
   });
+  const outside = startOutsideClient();
   try {
     progress(`  latency: ${sizes.latency.warmup} warm-up + ${sizes.latency.samples} rounds…`);
-    const newThread: Side<number[]> = { inProcess: [], gateway: [] };
-    const idleThread: Side<number[]> = { inProcess: [], gateway: [] };
+    const newThread: LatencySide<number[]> = { inProcess: [], gateway: [], gatewayLocalClient: [] };
+    const idleThread: LatencySide<number[]> = { inProcess: [], gateway: [], gatewayLocalClient: [] };
+    const turns: Record<keyof LatencySide<unknown>, (t: ThreadTarget) => Promise<number>> = {
+      inProcess: (t) => inProcessTurn(env, t),
+      gateway: (t) => outside.turn(gateway.url, t),
+      gatewayLocalClient: (t) => httpTurn(gateway, t),
+    };
     for (let i = 0; i < sizes.latency.warmup + sizes.latency.samples; i++) {
-      const sides = (['inProcess', 'gateway'] as const).slice();
-      if (i % 2 === 1) sides.reverse();
+      // Each side first, second and last in turn.
+      const order = ['inProcess', 'gateway', 'gatewayLocalClient'] as const;
+      const sides = [0, 1, 2].map((k) => order[(k + i) % 3]);
       for (const side of sides) {
         const target = freshThread('http');
-        const turn =
-          side === 'gateway' ? (t: ThreadTarget) => httpTurn(gateway, t) : (t: ThreadTarget) => inProcessTurn(env, t);
+        const turn = turns[side];
         const first = await turn(target);
         await settledHistory(env, target);
         const second = await turn(target);
@@ -98,13 +116,57 @@ export async function benchHttp(
     return {
       samples: sizes.latency.samples,
       warmup: sizes.latency.warmup,
-      newThread: { inProcess: summarize(newThread.inProcess), gateway: summarize(newThread.gateway) },
-      idleThread: { inProcess: summarize(idleThread.inProcess), gateway: summarize(idleThread.gateway) },
+      newThread: summarizeSides(newThread),
+      idleThread: summarizeSides(idleThread),
       ingest: { threads, concurrency, inProcess, gateway: viaGateway },
     };
   } finally {
+    outside.close();
     await gateway.close();
   }
+}
+
+function summarizeSides(x: LatencySide<number[]>): LatencySide<Summary> {
+  return {
+    inProcess: summarize(x.inProcess),
+    gateway: summarize(x.gateway),
+    gatewayLocalClient: summarize(x.gatewayLocalClient),
+  };
+}
+
+/** The client process of bench/http-client-process.ts: one turn at a time, send → first text-delta in ms. */
+function startOutsideClient(): { turn(gatewayUrl: string, target: ThreadTarget): Promise<number>; close(): void } {
+  const script = fileURLToPath(new URL('./http-client-process.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const waiting = new Map<number, { resolve(ms: number): void; reject(err: Error): void }>();
+  let exited: Error | undefined;
+  child.on('exit', (code) => {
+    exited = new Error(`The HTTP client process exited (${code}).`);
+    for (const w of waiting.values()) w.reject(exited);
+    waiting.clear();
+  });
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    const answer = JSON.parse(line) as { id: number; firstDeltaMs?: number; error?: string };
+    const w = waiting.get(answer.id);
+    waiting.delete(answer.id);
+    if (answer.error !== undefined) w?.reject(new Error(answer.error));
+    else w?.resolve(answer.firstDeltaMs!);
+  });
+  let nextId = 0;
+  return {
+    turn(gatewayUrl, target) {
+      if (exited) return Promise.reject(exited);
+      const id = nextId++;
+      const answer = new Promise<number>((resolve, reject) => waiting.set(id, { resolve, reject }));
+      const message = `http ${randomUUID()}`;
+      child.stdin.write(`${JSON.stringify({ id, gatewayUrl, agentId: benchAgent.id, ...target, message })}\n`);
+      return withTimeout(answer, 'a gateway turn timed by the outside client');
+    },
+    close() {
+      child.stdin.end();
+      child.kill();
+    },
+  };
 }
 
 const persistOnly = { ifIdle: { behavior: 'persist' }, ifActive: { behavior: 'persist' } } as const;

@@ -879,8 +879,9 @@ function notificationCasesSection(n: BenchResults['notifications']): string[] {
 }
 
 function httpSection(h: HttpResult): string[] {
-  const row = (name: string, side: { inProcess: Summary; gateway: Summary }) =>
-    `| ${name} | ${pcts(side.inProcess)} | ${pcts(side.gateway)} | ${signed(side.gateway.p50 - side.inProcess.p50, 1)} |`;
+  const row = (name: string, side: HttpResult['newThread']) =>
+    `| ${name} | ${pcts(side.inProcess)} | ${pcts(side.gateway)} | ${signed(side.gateway.p50 - side.inProcess.p50, 1)} | ` +
+    `${pcts(side.gatewayLocalClient)} | ${signed(side.gatewayLocalClient.p50 - side.inProcess.p50, 1)} |`;
   const ingestRow = (name: string, x: HttpResult['ingest']['inProcess']) =>
     `| ${name} | ${int(x.signals - x.failed)}${x.failed ? ` (${x.failed} failed)` : ''} | ${sec(x.durationMs)} | ` +
     `**${x.acceptedPerSecond.toFixed(1)}** | ${pcts(x.acceptLatency)} |`;
@@ -890,10 +891,15 @@ function httpSection(h: HttpResult): string[] {
     `${h.samples} rounds after ${h.warmup} warm-up, interleaved: a new thread and then its next turn once idle, ` +
       "through a gateway served in this process on the bench's bus and worker (`POST send-message`, the first " +
       '`text-delta` on an SSE stream opened before it, timed at the client) and through the in-process client ' +
-      '(`sendMessage`, `subscribeToThread`).',
+      "(`sendMessage`, `subscribeToThread`). The gateway's client runs in a process of its own " +
+      "(bench/http-client-process.ts, Node's `http`), as a user's does; the targets (10a, 10b) use it. The last " +
+      "columns time the gateway with a client inside the bench's process (undici `fetch`): it shares the event loop " +
+      "with the worker's step, and the scripted model answers a whole reply in one burst, so it reads its socket " +
+      'only once that burst is done.',
     '',
-    '| send → first text-delta | in-process client | gateway + SSE | gateway − in-process (p50) |',
-    '| --- | ---: | ---: | ---: |',
+    '| send → first text-delta | in-process client | gateway + SSE, client outside | gateway − in-process (p50) | ' +
+      'gateway + SSE, client inside | inside − in-process (p50) |',
+    '| --- | ---: | ---: | ---: | ---: | ---: |',
     row('new thread', h.newThread),
     row('idle thread', h.idleThread),
     '',

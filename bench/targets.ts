@@ -367,14 +367,14 @@ export function evaluateTargets(r: TargetInputs): TargetRow[] {
   const newGap = x.newThread.gateway.p50 - x.newThread.inProcess.p50;
   add(
     '10a',
-    'gateway + SSE over the in-process client, idle wake, p50',
+    'gateway + SSE (client in its own process) over the in-process client, idle wake, p50',
     `+${f1(idleGap)} ms (${f1(x.idleThread.gateway.p50)} vs ${f1(x.idleThread.inProcess.p50)})`,
     `≤ ${bounds.gatewayP50SlackMs} ms`,
     atMost(idleGap, bounds.gatewayP50SlackMs),
   );
   add(
     '10b',
-    'gateway + SSE over the in-process client, new thread, p50',
+    'gateway + SSE (client in its own process) over the in-process client, new thread, p50',
     `+${f1(newGap)} ms (${f1(x.newThread.gateway.p50)} vs ${f1(x.newThread.inProcess.p50)})`,
     `≤ ${bounds.gatewayP50SlackMs} ms`,
     atMost(newGap, bounds.gatewayP50SlackMs),

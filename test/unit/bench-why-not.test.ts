@@ -69,6 +69,10 @@ function inputs(): WhyNotInputs {
       paced: notificationCase(2_000, 800),
     },
     memory: { rssPerEvictedThread: 104_296, heapPerEvictedThread: 1_343 },
+    http: {
+      newThread: { gateway: { p50: 42 }, gatewayLocalClient: { p50: 51.5 } },
+      idleThread: { gateway: { p50: 22.5 }, gatewayLocalClient: { p50: 35 } },
+    },
   };
 }
 
@@ -93,6 +97,12 @@ describe('why the unmet targets are not met', () => {
     expect(ingest).toContain('10.0 CPU s per 1,000 inputs');
     expect(notifications).toContain('1.50 workflow tasks');
     expect(notifications).toContain('2.9 notifications per run');
+  });
+
+  it('says how much more a client inside the bench process would add through the gateway', () => {
+    const [gateway] = whyNot([row('10a', false), row('10b', false)], inputs());
+    expect(gateway.ids).toEqual(['10a', '10b']);
+    expect(gateway.text).toContain('would add 12.5 ms (idle) and 9.5 ms (new) more');
   });
 
   it('splits a turn into the bare update-and-activity turn and what Threadline adds', () => {
