@@ -226,6 +226,16 @@ async function check(req: FuzzRequest): Promise<string[]> {
 const INTERNAL_TEXT =
   /\[native code\]|\[object Object\]|Cannot read propert|is not a function|is not iterable|Maximum call stack|undefined is not/;
 
+/** The per-route table as docs/fuzzing.md records it: route, requests, and how many got each status. */
+function markdownTable(rows: { route: string; requests: number; statuses: Record<string, number> }[]): string {
+  const lines = rows.map(({ route, requests, statuses }) => {
+    const counts = Object.entries(statuses).map(([status, n]) => `${status}: ${n}`);
+    return `| \`${route}\` | ${requests} | ${counts.join(', ')} |`;
+  });
+  const all = rows.reduce((n, r) => n + r.requests, 0);
+  return ['| route | requests | statuses |', '| --- | --- | --- |', ...lines, `| all | ${all} | |`].join('\n');
+}
+
 function safeJson(text: string): unknown {
   try {
     return JSON.parse(text);
@@ -294,7 +304,7 @@ describe('fuzzing every route of the gateway', () => {
           `load after ${loadavg()
             .map((l) => l.toFixed(2))
             .join(' ')}; rss ${Math.round(rss / 2 ** 20)} -> ` +
-          `${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB\n${JSON.stringify(table, null, 1)}`,
+          `${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB\n${markdownTable(table)}`,
       );
       // Every route was fuzzed.
       expect(table.map((r) => r.route).sort()).toEqual(routes.map((r) => r.key).sort());

@@ -114,6 +114,11 @@ interface Draft {
   /** A whole body that is not the object above (not JSON, not an object, nested too deep). */
   rawBody: string | undefined;
   breaks: string[];
+  /**
+   * Why the value as sent of one part of the request breaks it (null: it may not): a path id, a body field, a query
+   * parameter, the content type. The last mutation of a part decides, as the last one is what is sent.
+   */
+  parts: Map<string, string | null>;
   mutations: string[];
   /** The mutations changed the thread's ids: it no longer addresses the target. */
   retargeted: boolean;
@@ -138,6 +143,7 @@ function generate(g: Gen, route: RouteModel, world: FuzzWorld): FuzzRequest {
     body: route.body ? validBody(g, route, thread) : undefined,
     rawBody: undefined,
     breaks: [],
+    parts: new Map(),
     mutations: [],
     retargeted: false,
     methodBreaks: null,
@@ -145,6 +151,7 @@ function generate(g: Gen, route: RouteModel, world: FuzzWorld): FuzzRequest {
   authorize(g, draft, route, kind, world);
   const count = pick(g, [0, 1, 1, 1, 2]);
   for (let i = 0; i < count; i++) mutate(g, draft, route, world);
+  for (const why of draft.parts.values()) if (why) draft.breaks.push(why);
   if (draft.methodBreaks) draft.breaks.push(draft.methodBreaks);
   // The header as sent (the last mutation's): the memory bus issues digits; an empty header means no resume.
   const resume = draft.headers['Last-Event-ID']?.trim();
@@ -438,7 +445,8 @@ function mutate(g: Gen, draft: Draft, route: RouteModel, world: FuzzWorld): void
       const type = pick(g, [...JSON_TYPES, ...OTHER_TYPES, '']);
       draft.headers['Content-Type'] = type;
       draft.mutations.push(`Content-Type: ${JSON.stringify(type)}`);
-      if (!JSON_TYPES.includes(type)) draft.breaks.push(`the body is sent as ${JSON.stringify(type) || 'no type'}`);
+      const sentAs = `the body is sent as ${JSON.stringify(type) || 'no type'}`;
+      draft.parts.set('header Content-Type', JSON_TYPES.includes(type) ? null : sentAs);
       return;
     }
   }
@@ -464,7 +472,7 @@ function mutateQuery(g: Gen, draft: Draft, route: RouteModel): void {
     draft.query.push(`${encodeURIComponent(name)}=${encodeURIComponent(value)}`);
     draft.mutations.push(`query ${name}=${JSON.stringify(value)}`);
     const why = breaksString(schema, value);
-    if (why) draft.breaks.push(`query ${name} ${why}`);
+    draft.parts.set(`query ${name}`, why ? `query ${name} ${why}` : null);
     return;
   }
   if (how === 'raw') {
@@ -527,10 +535,12 @@ function mutatePath(g: Gen, draft: Draft, route: RouteModel): void {
   draft.mutations.push(`path ${name}=${JSON.stringify(segment.slice(0, 60))}`);
   if (name === 'resourceId' || name === 'threadId') draft.retargeted = true;
   const decoded = tryDecode(segment);
+  let why: string | null = null;
   if ((name === 'resourceId' || name === 'threadId') && [...decoded].length > 256)
-    draft.breaks.push(`${name} is over 256 characters`);
-  if (name === 'agentId' && decoded !== 'tester') draft.breaks.push('no such agent');
-  if (name === 'step' && !/^[1-9]\d{0,15}$/.test(decoded)) draft.breaks.push('not a step number');
+    why = `${name} is over 256 characters`;
+  if (name === 'agentId' && decoded !== 'tester') why = 'no such agent';
+  if (name === 'step' && !/^[1-9]\d{0,15}$/.test(decoded)) why = 'not a step number';
+  draft.parts.set(`path ${name}`, why);
 }
 
 function tryDecode(segment: string): string {
@@ -555,7 +565,8 @@ function mutateField(g: Gen, draft: Draft, route: RouteModel, world: FuzzWorld):
       g(() => fc.oneof(typeConfused, protoObject)),
     );
     draft.mutations.push(`added field ${JSON.stringify(key)}`);
-    if (route.body.additionalProperties === false && !(key in properties)) draft.breaks.push(`unknown field ${key}`);
+    const unknown = route.body.additionalProperties === false && !(key in properties);
+    draft.parts.set(`field ${key}`, unknown ? `unknown field ${key}` : null);
     return;
   }
   const name = pick(g, names);
@@ -565,13 +576,16 @@ function mutateField(g: Gen, draft: Draft, route: RouteModel, world: FuzzWorld):
   const set = (value: unknown) => {
     draft.body = withOwnKey(draft.body!, name, value);
   };
+  /** Why the field as now set breaks the request (null: it may not), replacing what an earlier mutation said. */
+  const breaks = (why: string | null) => draft.parts.set(`field ${name}`, why);
   switch (how) {
     case 'confuse': {
       const value = g(() => typeConfused);
       set(value);
       draft.mutations.push(`${name} = ${jsonType(value)}`);
-      if (types && !types.has(jsonType(value)))
-        draft.breaks.push(`${name} is ${jsonType(value)}, not ${[...types].join('|')}`);
+      breaks(
+        types && !types.has(jsonType(value)) ? `${name} is ${jsonType(value)}, not ${[...types].join('|')}` : null,
+      );
       return;
     }
     case 'remove': {
@@ -581,7 +595,7 @@ function mutateField(g: Gen, draft: Draft, route: RouteModel, world: FuzzWorld):
       const required = route.body.required?.includes(name);
       // A body without resourceId means the key's one resource (Mastra's client leaves it out).
       const defaulted = name === 'resourceId' && draft.headers.Authorization === `Bearer ${world.keys.solo}`;
-      if (required && !defaulted) draft.breaks.push(`required ${name} is missing`);
+      breaks(required && !defaulted ? `required ${name} is missing` : null);
       // The thread is then the solo key's resource, whatever the request was aimed at.
       if (defaulted) draft.breaks = draft.breaks.filter((why) => !why.startsWith('the solo key is not bound'));
       return;
@@ -591,18 +605,18 @@ function mutateField(g: Gen, draft: Draft, route: RouteModel, world: FuzzWorld):
       set(value);
       draft.mutations.push(`${name} = ${JSON.stringify(value)}`);
       const why = breaksString(schema, value);
-      if (why) draft.breaks.push(`${name} ${why}`);
+      if (why) breaks(`${name} ${why}`);
       else if ((name === 'resourceId' || name === 'threadId') && (value === '' || /\p{Cs}/u.test(value))) {
-        draft.breaks.push(`${name} is empty or not well-formed`);
-      }
+        breaks(`${name} is empty or not well-formed`);
+      } else breaks(null);
       return;
     }
     case 'deep': {
       const value = g(() => deepValue);
       set(value);
       draft.mutations.push(`${name} nested deep`);
-      if (types && !types.has(value.text.startsWith('[') ? 'array' : 'object'))
-        draft.breaks.push(`${name} is not a ${[...types].join('|')}`);
+      const shape = value.text.startsWith('[') ? 'array' : 'object';
+      breaks(types && !types.has(shape) ? `${name} is not a ${[...types].join('|')}` : null);
       return;
     }
     case 'huge': {
@@ -610,15 +624,16 @@ function mutateField(g: Gen, draft: Draft, route: RouteModel, world: FuzzWorld):
       set(value);
       draft.mutations.push(`${name} = ${value.length} chars`);
       const why = breaksString(schema, value);
-      if (why) draft.breaks.push(`${name} ${why}`);
+      breaks(why ? `${name} ${why}` : null);
       return;
     }
     case 'proto': {
       const value = g(() => protoObject);
       set(value);
       draft.mutations.push(`${name} = ${JSON.stringify(value)}`);
-      if (types && !types.has(jsonType(value)))
-        draft.breaks.push(`${name} is ${jsonType(value)}, not ${[...types].join('|')}`);
+      breaks(
+        types && !types.has(jsonType(value)) ? `${name} is ${jsonType(value)}, not ${[...types].join('|')}` : null,
+      );
       return;
     }
   }
@@ -633,6 +648,8 @@ function mutateNested(g: Gen, draft: Draft): void {
   const key = pick(g, ['__proto__', 'contents', 'type', 'text', 'attributes', '0', 'x', 'constructor']);
   draft.body = setAt(draft.body, [...path, key], value) as Record<string, unknown>;
   draft.mutations.push(`nested ${[...path, key].join('.')} = ${value instanceof Raw ? 'deep' : jsonType(value)}`);
+  // At the top, it replaces a field: what an earlier mutation of that field said no longer holds.
+  if (path.length === 0) draft.parts.set(`field ${key}`, null);
   if (path.length === 0 && (key === 'resourceId' || key === 'threadId')) draft.retargeted = true;
 }
 
