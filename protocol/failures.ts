@@ -84,7 +84,7 @@ export function refuseOversized(value: unknown, what: string, maxInputBytes: num
 
 /**
  * The refusal of a value nested deeper than the thread's `maxInputDepth` (check it with `nestedDeeperThan`, before
- * anything serializes the value: `JSON.stringify` overflows the stack some ten thousand levels down). The clients and
+ * anything serializes the value: `JSON.stringify` overflows the stack a few thousand levels down). The clients and
  * the gateway refuse such inputs first, so only raw Temporal senders meet this.
  */
 export function depthRefusal(what: string, maxInputDepth: number): ThreadRefusal<'InvalidInput'> {
