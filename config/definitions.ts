@@ -15,6 +15,7 @@ import {
   path,
   portOrOff,
   text,
+  tracingFilter,
   url,
   wholeNumber,
   type ValueType,
@@ -448,6 +449,19 @@ export const definitions = {
     default: 'info',
     description: 'the least severe log lines written (JSON, one per line on stdout); `silent` writes none',
     readBy: ALL,
+  }),
+  temporalCoreLogFilter: optional({
+    env: 'THREADLINE_TEMPORAL_CORE_LOG_FILTER',
+    group: 'Observability',
+    type: tracingFilter,
+    defaultText: 'none: the core writes warnings (errors at `error`, its info at `debug`/`trace`)',
+    description:
+      "which lines of the Temporal SDK's Rust core are written, as a `tracing` filter; they are written whatever " +
+      'LOG_LEVEL says (as `temporal` lines at their own level). For diagnosis, e.g. ' +
+      '`temporalio_sdk_core::worker::workflow=debug,warn`: every workflow task the worker receives (events, update ' +
+      'messages, queries, attempt) and every activation and completion. Verbose: one worker writes several lines ' +
+      'per workflow task',
+    readBy: RUNS_AGENTS,
   }),
   workerHttpPort: withDefault<number | 'off'>({
     env: 'THREADLINE_WORKER_HTTP_PORT',

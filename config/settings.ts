@@ -94,6 +94,8 @@ export interface ObservabilitySettings {
   logLevel: LogLevel;
   /** Port of the worker's listener (`0`: any free port), or `off`. Only `npm run worker` reads it. */
   workerHttpPort: number | 'off';
+  /** The Temporal core's own log filter (a Rust `tracing` filter); undefined: derived from `logLevel`. */
+  temporalCoreLogFilter?: string;
 }
 
 /** The embedded dev server of `npm start`. */
@@ -186,7 +188,11 @@ export function readSettings(env: Env, reader: Reader): Settings {
       uiPort: values.temporalUiPort,
       dataDir: values.dataDir,
     },
-    observability: { logLevel: values.logLevel, workerHttpPort: values.workerHttpPort },
+    observability: {
+      logLevel: values.logLevel,
+      workerHttpPort: values.workerHttpPort,
+      temporalCoreLogFilter: values.temporalCoreLogFilter,
+    },
     tracing: { otlpEndpoint: values.otlpEndpoint, recordModelContents: values.traceModelContents },
   };
 }

@@ -146,6 +146,24 @@ export function oneOf<T extends string>(values: readonly T[]): ValueType<T> {
   };
 }
 
+/**
+ * A Rust `tracing` env-filter (what the Temporal SDK's core reads): comma-separated directives, each a level, a module
+ * path (all its levels), or `module::path=level`, e.g. `temporalio_sdk_core::worker::workflow=debug,warn`.
+ */
+export const tracingFilter: ValueType<string> = {
+  form:
+    'comma-separated tracing directives, each a level (trace, debug, info, warn, error, off), a module path, or ' +
+    '`module::path=level`, e.g. `temporalio_sdk_core::worker::workflow=debug,warn`',
+  parse(raw, given) {
+    const level = '(?:trace|debug|info|warn|error|off)';
+    const target = '[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*';
+    const directive = new RegExp(`^(?:${level}|${target}(?:=${level})?)$`, 'i');
+    const directives = raw.split(',').map((d) => d.trim());
+    if (directives.some((d) => !directive.test(d))) throw invalid(given, tracingFilter.form);
+    return directives.join(',');
+  },
+};
+
 /** A TCP port (`0`: any free one), or `off`: no listener at all. */
 export const portOrOff: ValueType<number | 'off'> = {
   form: 'a whole number from 0 to 65535, or off',

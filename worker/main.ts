@@ -24,7 +24,7 @@ export async function runWorker(settings: Settings): Promise<void> {
   // Before the worker: it adds the tracing interceptors only when tracing is on.
   const tracing = installTracing({ serviceName: 'threadline-worker', ...settings.tracing });
   // Before any connection: the Runtime is built with the first one.
-  await installTemporalRuntime({ logLevel });
+  await installTemporalRuntime({ logLevel, coreLogFilter: settings.observability.temporalCoreLogFilter });
   const address = temporalAddress(settings);
   if (!settings.redisUrl) {
     log.warn('REDIS_URL is not set: events stay in this process, so only a gateway in this process can stream them.');

@@ -39,7 +39,10 @@ export async function startStack(settings: Settings, env: NodeJS.ProcessEnv): Pr
   // Before the worker and the Temporal client: they add their tracing interceptors only when tracing is on.
   const tracing = installTracing({ serviceName: 'threadline', ...settings.tracing });
   // Before any connection: the Runtime is built with the first one.
-  await installTemporalRuntime({ logLevel: settings.observability.logLevel });
+  await installTemporalRuntime({
+    logLevel: settings.observability.logLevel,
+    coreLogFilter: settings.observability.temporalCoreLogFilter,
+  });
 
   let devServer: DevServer | null = null;
   let address = temporal.address;

@@ -19,6 +19,11 @@ import { addMetricsSource, logger, type LogLevel, type Logger } from '../observa
 
 export interface TemporalRuntimeOptions {
   logLevel: LogLevel;
+  /**
+   * The Rust core's own filter (`THREADLINE_TEMPORAL_CORE_LOG_FILTER`, a `tracing` filter string). Its lines are
+   * written whatever `logLevel` says. Default: derived from `logLevel` (`coreLevel`).
+   */
+  coreLogFilter?: string;
   /** Export the SDK's metrics into `renderMetrics()` (default true). */
   metrics?: boolean;
 }
@@ -33,10 +38,14 @@ const SDK_SCRAPE_TIMEOUT_MS = 2_000;
 export async function installTemporalRuntime(options: TemporalRuntimeOptions): Promise<{ sdkMetricsUrl?: string }> {
   const port = options.metrics === false ? undefined : await freeLoopbackPort();
   Runtime.install({
-    logger: new TemporalLogBridge(logger('temporal')),
+    logger: new TemporalLogBridge(logger('temporal'), options.coreLogFilter ? coreLogger() : undefined),
     telemetryOptions: {
       // The Rust core's own lines, forwarded to the logger above instead of printed to stderr.
-      logging: { filter: { core: coreLevel(options.logLevel), other: 'ERROR' }, forward: {} },
+      logging: {
+        // An operator's filter is taken whole: what it names is written, nothing else (add `,warn` for the rest).
+        filter: options.coreLogFilter ?? { core: coreLevel(options.logLevel), other: 'ERROR' },
+        forward: {},
+      },
       ...(port !== undefined && { metrics: { prometheus: { bindAddress: `127.0.0.1:${port}` } } }),
     },
   });
@@ -48,6 +57,14 @@ export async function installTemporalRuntime(options: TemporalRuntimeOptions): P
     return response.text();
   });
   return { sdkMetricsUrl };
+}
+
+/**
+ * The logger for the core's lines when an operator set its filter: every line that filter let through is written, at
+ * its own level, even below the process's log level (the filter is the operator's choice of what to see).
+ */
+function coreLogger(): Logger {
+  return logger('temporal').child({}, { level: 'trace' });
 }
 
 /** The Rust core is verbose: at `info` only its warnings are worth a line; at `debug` its info. */
@@ -65,12 +82,17 @@ const pinoLevel = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', 
  * token, which can complete the activity, is never written.
  */
 export class TemporalLogBridge implements TemporalLogger {
-  constructor(private readonly out: Logger) {}
+  /** `core`: where the Rust core's lines go (`sdkComponent: 'core'`), when not `out`. */
+  constructor(
+    private readonly out: Logger,
+    private readonly core?: Logger,
+  ) {}
 
   log(level: TemporalLogLevel, message: string, meta?: LogMetadata): void {
     const method = pinoLevel[level] ?? 'info';
-    if (!this.out.isLevelEnabled(method)) return;
-    this.out[method](fieldsOf(meta), message);
+    const out = this.core && meta?.sdkComponent === 'core' ? this.core : this.out;
+    if (!out.isLevelEnabled(method)) return;
+    out[method](fieldsOf(meta), message);
   }
 
   trace(message: string, meta?: LogMetadata): void {

@@ -16,8 +16,14 @@
  *                                           the SDK's metrics) and its `/health` + `/metrics` listener on this
  *                                           loopback port (`0`: any), announced as `HTTP <url>` before `READY`
  *   LOG_LEVEL                               with THREADLINE_WORKER_HTTP_PORT: the log level (default warn)
+ *   THREADLINE_TEMPORAL_CORE_LOG_FILTER     optional: the Runtime as `worker/main.ts` installs it, with this filter
+ *                                           for the Rust core's lines (config/definitions.ts); they go to stdout, or
+ *                                           with THREADLINE_TEST_WORKER_LOG_DIR to `worker-<pid>.jsonl` in that
+ *                                           directory (a SIGKILLed worker's lines stay there for a look afterwards)
  */
+import { join } from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import pino from 'pino';
 import { RedisBus } from '../../bus/redis';
 import { createWorker } from '../../worker/index';
 import { serveWorkerHttp } from '../../worker/http';
@@ -32,10 +38,15 @@ function required(name: string): string {
 }
 
 const httpPort = process.env.THREADLINE_WORKER_HTTP_PORT;
-if (httpPort) {
+const coreLogFilter = process.env.THREADLINE_TEMPORAL_CORE_LOG_FILTER || undefined;
+const logDir = process.env.THREADLINE_TEST_WORKER_LOG_DIR;
+if (httpPort || coreLogFilter) {
   const level = (process.env.LOG_LEVEL as LogLevel | undefined) ?? 'warn';
-  configureLogging({ level });
-  await installTemporalRuntime({ logLevel: level });
+  const destination = logDir
+    ? pino.destination({ dest: join(logDir, `worker-${process.pid}.jsonl`), sync: true })
+    : undefined;
+  configureLogging({ level, destination });
+  await installTemporalRuntime({ logLevel: level, coreLogFilter, metrics: Boolean(httpPort) });
 } else {
   Runtime.install({ logger: new DefaultLogger('WARN') });
 }

@@ -57,6 +57,19 @@ describe('readSettings', () => {
     expect(temporalAddress(settings)).toBe('127.0.0.1:7233');
   });
 
+  it("reads the Temporal core's log filter, and refuses one the core could not parse, naming the form", () => {
+    const filter = 'temporalio_sdk_core::worker::workflow=debug, warn';
+    expect(readSettings({ THREADLINE_TEMPORAL_CORE_LOG_FILTER: filter }, 'worker').observability).toMatchObject({
+      temporalCoreLogFilter: 'temporalio_sdk_core::worker::workflow=debug,warn',
+    });
+    expect(readSettings({}, 'worker').observability.temporalCoreLogFilter).toBeUndefined();
+    for (const bad of ['temporalio_sdk_core=loud', 'a b', 'x=debug;rm', ',']) {
+      expect(() => readSettings({ THREADLINE_TEMPORAL_CORE_LOG_FILTER: bad }, 'worker')).toThrow(
+        /THREADLINE_TEMPORAL_CORE_LOG_FILTER must be comma-separated tracing directives/,
+      );
+    }
+  });
+
   it('reads each variable with its meaning; empty is the same as unset', () => {
     const settings = readSettings(
       {
