@@ -256,6 +256,8 @@ describe('raw Temporal payloads', () => {
 
       // Every thread still answers.
       for (const t of threads) await sendAndWaitForAnswer(h, t, 'Still there?');
+      // No valid signal was dropped as invalid: every thread's later activations have reported their log lines by now.
+      expect(Object.fromEntries([...drops].sort())).toEqual(Object.fromEntries([...expectedDrops].sort()));
 
       console.log(
         `[fuzz-payloads] ${PAYLOADS} payloads in ${seconds.toFixed(0)} s (seed ${SEED}); ${executions} executions, ` +

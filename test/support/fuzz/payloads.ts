@@ -234,8 +234,15 @@ function broken(valid: fc.Arbitrary<Record<string, unknown>>): fc.Arbitrary<unkn
         }
         case 'add':
           return withOwnKey(payload, key, replacement);
-        case 'deep':
+        case 'deep': {
+          // In a send, half the time inside its first notification: the thread bounds each notification's depth.
+          const [first, ...others] = Array.isArray(payload.notifications) ? (payload.notifications as unknown[]) : [];
+          if (first && typeof first === 'object' && n % 2 === 0) {
+            const deepest = withOwnKey(first as Record<string, unknown>, 'payload', deepValue);
+            return withOwnKey(payload, 'notifications', [deepest, ...others]);
+          }
           return withOwnKey(payload, field, deepValue);
+        }
         case 'huge':
           return withOwnKey(payload, field, hugeValue);
         case 'proto':
