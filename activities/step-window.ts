@@ -8,6 +8,7 @@ import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { StoredMessage } from '../protocol/messages';
 import { stepWindowQuery } from '../protocol/definitions';
+import { retryGuardedQuery } from '../protocol/query-task-guard';
 import type { StepInput } from '../protocol/step';
 
 export interface StepWindowCacheLimits {
@@ -100,7 +101,7 @@ export class StepWindowCache {
 export function queryWorkflowWindow(client: () => Client): WindowQuery {
   return async (threadKey, stepKey) => {
     try {
-      return await client().workflow.getHandle(threadKey).query(stepWindowQuery, stepKey);
+      return await retryGuardedQuery(() => client().workflow.getHandle(threadKey).query(stepWindowQuery, stepKey));
     } catch (err) {
       // The step is no longer in flight (the workflow moved on) or the query failed: retry, the workflow decides.
       throw ApplicationFailure.retryable(

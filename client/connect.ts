@@ -50,6 +50,7 @@ import { DEFAULT_TASK_QUEUE, temporalConnectionFromEnv, temporalConnectionOption
 import { threadlineConnectionOptions } from './grpc-retry';
 import { GrpcStatus } from './grpc-status';
 import { messagesOf, TASK_RETRY_AFTER_SECONDS, unreadableWhileTaskFails, workflowTaskFailing } from './unavailable';
+import { retryGuardedQuery } from '../protocol/query-task-guard';
 import { subscribe, type ThreadSubscription } from './subscription';
 import { listThreads, type ThreadListFilters, type ThreadListOptions } from './thread-list';
 import { forkThread, inspectThreadStep, listThreadSteps } from './time-travel';
@@ -377,9 +378,11 @@ export class ThreadlineClient {
     const parsed = notificationQuerySchema.safeParse(query);
     if (!parsed.success) throw new ValidationError(`Invalid notification query: ${describeZodError(parsed.error)}`);
     try {
-      return await this.temporal.workflow
-        .getHandle(threadKey(target.resourceId, target.threadId))
-        .query(notificationsQuery, parsed.data);
+      return await retryGuardedQuery(() =>
+        this.temporal.workflow
+          .getHandle(threadKey(target.resourceId, target.threadId))
+          .query(notificationsQuery, parsed.data),
+      );
     } catch (err) {
       if (isNotFound(err)) return null;
       // The query is always registered: the client reports its handler's refusal (a bad cursor) as "not registered",
@@ -474,9 +477,9 @@ export class ThreadlineClient {
 
   async getThread(target: ThreadTarget): Promise<ThreadView | null> {
     try {
-      return await this.temporal.workflow
-        .getHandle(threadKey(target.resourceId, target.threadId))
-        .query(threadStateQuery);
+      return await retryGuardedQuery(() =>
+        this.temporal.workflow.getHandle(threadKey(target.resourceId, target.threadId)).query(threadStateQuery),
+      );
     } catch (err) {
       if (isNotFound(err)) return null;
       throw unreadableWhileTaskFails(err) ?? err;
@@ -488,9 +491,11 @@ export class ThreadlineClient {
     page: { limit?: number; before?: string } = {},
   ): Promise<MessagesPage | null> {
     try {
-      return await this.temporal.workflow
-        .getHandle(threadKey(target.resourceId, target.threadId))
-        .query(threadMessagesQuery, page);
+      return await retryGuardedQuery(() =>
+        this.temporal.workflow
+          .getHandle(threadKey(target.resourceId, target.threadId))
+          .query(threadMessagesQuery, page),
+      );
     } catch (err) {
       if (isNotFound(err)) return null;
       throw unreadableWhileTaskFails(err) ?? err;

@@ -78,6 +78,7 @@ import {
 import { syncSearchAttributes } from './search-attributes';
 import type { ThreadlineSinks } from './sinks';
 import { captureBeforeStep, captureStepPlan, captureStepResult } from './inspection';
+import { installQueryTaskGuard } from './query-task-guard';
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -104,6 +105,8 @@ function workflowNow(): number {
 }
 
 export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
+  // Before anything else: an activation a query task made up is failed before workflow code sees it (issue #14).
+  installQueryTaskGuard();
   const config = resolveThreadConfig(args.config);
   const thread = new ThreadState(
     args.snapshot ?? emptySnapshot(args.resourceId, args.threadId),
