@@ -89,8 +89,12 @@ describe('an input while the thread’s workflow task is on a retry attempt', ()
     expect((refused as Error).message).toMatch(/workflow task is being retried.*send it again with the same id/s);
     const abort = await impatient.abortThread(t).catch((err: unknown) => err);
     expect(abort).toBeInstanceOf(UnavailableError);
-    for (const read of [impatient.getThread(t), impatient.getMessages(t), impatient.listNotifications(t)]) {
-      await expect(read).rejects.toMatchObject({ name: 'UnavailableError', status: 503, retryAfterSeconds: 5 });
+    for (const read of [
+      () => impatient.getThread(t),
+      () => impatient.getMessages(t),
+      () => impatient.listNotifications(t),
+    ]) {
+      await expect(read()).rejects.toMatchObject({ name: 'UnavailableError', status: 503, retryAfterSeconds: 5 });
     }
     // Over HTTP: 503 with Retry-After, which a client (the HTTP SDK, the chaos harness) waits out and sends again.
     const gateway = await serveGateway({ client: impatient, agents: summarizeAgents([testAgent]), port: 0 });
