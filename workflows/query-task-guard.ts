@@ -12,11 +12,12 @@
  * activation, update first, and fails with TMPRL1100 on the recorded commands.
  *
  * Such an activation is recognisable: its history grew (`historyLength`) but it contains no new `WorkflowTaskStarted`
- * (the only event that sets `historySizeBytes`), which no real workflow task's activation lacks. The guard fails it
- * before any workflow code runs. sdk-core then evicts the run and answers the query with that failure
+ * (the only event that sets `historySizeBytes`), which no real workflow task's activation lacks, and it has no update
+ * (a task that carries one may follow a speculative task whose events the server dropped: same size, later id). The
+ * guard fails it before any workflow code runs. sdk-core then evicts the run and answers the query with that failure
  * (`fail_workflow_task`: `ReportLegacyQueryFailure`), nothing is recorded in the history, and the next real workflow
- * task replays the run from its history: one activation, as replay has it. The cost is that one query fails; the
- * client asks again (client/query-retry.ts).
+ * task replays the run from its history: one activation, as replay has it. The cost is that one query fails; readers
+ * ask again (protocol/query-task-guard.ts).
  *
  * The check reads only the activation, so replays of recorded histories (whose activations all carry their task's
  * `WorkflowTaskStarted`, or replay) are unaffected, and no `patched()` is needed: no command changes.
@@ -46,10 +47,16 @@ function check(
 ): void {
   const historyLength = Number(activation.historyLength ?? 0);
   const historySizeBytes = Number(activation.historySizeBytes ?? 0);
-  const onlyQueries = (activation.jobs ?? []).every((job) => job.queryWorkflow);
+  const jobs = activation.jobs ?? [];
+  const onlyQueries = jobs.every((job) => job.queryWorkflow);
+  // An update comes only with a real workflow task, never with a query task. Its task may be speculative: when every
+  // update in it is rejected, the server drops the task's events, so the next one can report the same history size
+  // at a later event id (seen in the raw fuzzer: a false positive at event 1081 without this).
+  const hasUpdate = jobs.some((job) => job.doUpdate);
   const grewWithoutTask =
     !activation.isReplaying &&
     !onlyQueries &&
+    !hasUpdate &&
     seen.historyLength > 0 &&
     seen.historySizeBytes > 0 &&
     historyLength > seen.historyLength &&
