@@ -185,13 +185,17 @@ export class ThreadlineClient {
   }
 
   /**
-   * What a thread this client starts is created with: its `threadConfig`, and (when it is not the default) the input
-   * size this client admits, so the thread takes from raw senders what this client takes.
+   * What a thread this client starts is created with: its `threadConfig`, and (where they are not the defaults) the
+   * input size and nesting this client admits, so the thread takes from raw senders what this client takes.
    */
   private startConfig(): ThreadConfigInput | undefined {
-    const { maxInputBytes } = this.limits;
-    if (maxInputBytes === defaultThreadConfig.maxInputBytes) return this.threadConfig;
-    return { maxInputBytes, ...this.threadConfig };
+    const { maxInputBytes, maxInputDepth } = this.limits;
+    const own: ThreadConfigInput = {
+      ...(maxInputBytes !== defaultThreadConfig.maxInputBytes && { maxInputBytes }),
+      ...(maxInputDepth !== defaultThreadConfig.maxInputDepth && { maxInputDepth }),
+    };
+    if (Object.keys(own).length === 0) return this.threadConfig;
+    return { ...own, ...this.threadConfig };
   }
 
   agent(agentId: string): AgentClient {

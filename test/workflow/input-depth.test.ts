@@ -8,6 +8,7 @@
  */
 import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect } from '../../client/connect';
 import { readHistoryChain } from '../../client/history-chain';
 import {
   approveToolUpdate,
@@ -140,5 +141,30 @@ describe('maxInputDepth in the thread, from a raw Temporal sender', () => {
       return data ? [(JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { id: string }).id] : [];
     });
     expect(patches).toContain(INPUT_DEPTH_PATCH);
+  }, 300_000);
+
+  it('is the bound of a client that admits deeper inputs, for the threads that client starts', async () => {
+    const deeper = await connect({
+      client: h.temporal,
+      bus: h.bus,
+      taskQueue: h.taskQueue,
+      limits: { maxInputDepth: 100 },
+    });
+    try {
+      const t = h.thread();
+      const metadata = { deep: nested(80) };
+      const result = await deeper.agent('tester').sendMessage({ contents: 'deep', metadata }, t);
+      expect(result).toMatchObject({ accepted: true, action: 'wake' });
+      const stored = (await deeper.getMessages(t, { limit: 5 }))!.messages.find((m) => m.id === result.signalId);
+      expect(stored).toBeDefined();
+      // A thread started by a default client keeps the default bound, whoever sends.
+      const other = h.thread();
+      await sendAndWaitForAnswer(h, other, 'Hello');
+      await expect(deeper.agent('tester').sendMessage({ contents: 'deep', metadata }, other)).rejects.toThrow(
+        /maxInputDepth/,
+      );
+    } finally {
+      await deeper.close();
+    }
   }, 300_000);
 });
