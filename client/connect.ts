@@ -23,7 +23,14 @@ import {
   UnavailableError,
   ValidationError,
 } from '../protocol/errors';
-import { messageInput, notificationBatch, signalInput, stateInput, type IngressLimits } from './inputs';
+import {
+  checkInputDepthBound,
+  messageInput,
+  notificationBatch,
+  signalInput,
+  stateInput,
+  type IngressLimits,
+} from './inputs';
 import type { AgentSummary, SendTarget } from '../protocol/api';
 import type { ThreadListPage } from '../protocol/thread-list';
 import {
@@ -168,19 +175,14 @@ export class ThreadlineClient {
   readonly agents = new AgentCatalog(() => this.bus.agents());
 
   constructor(temporal: Client, options: ConnectOptions, ownConnection: Connection | null) {
+    // Before anything is opened: a refused option leaves nothing behind.
+    this.deliveryTimeoutMs = checkConnectOptions(options);
     this.temporal = temporal;
     this.ownBus = options.bus ? null : createBus({ redisUrl: options.redisUrl });
     this.bus = options.bus ?? this.ownBus!;
     this.taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
     this.threadConfig = options.threadConfig;
     this.limits = { ...defaultLimits, ...options.limits };
-    const deliveryTimeoutMs = options.deliveryTimeoutMs ?? definitions.deliveryTimeoutMs.default;
-    if (!Number.isInteger(deliveryTimeoutMs) || deliveryTimeoutMs < 1) {
-      throw new ValidationError(
-        `Invalid deliveryTimeoutMs: ${String(deliveryTimeoutMs)}. Use a whole number of milliseconds, at least 1.`,
-      );
-    }
-    this.deliveryTimeoutMs = deliveryTimeoutMs;
     this.ownConnection = ownConnection;
   }
 
@@ -654,6 +656,7 @@ export class AgentClient {
  * @example const client = await connect(); await client.agent('assistant').sendMessage('hi', { resourceId: 'u1', threadId: 't1' });
  */
 export async function connect(options: ConnectOptions = {}): Promise<ThreadlineClient> {
+  checkConnectOptions(options);
   if (options.client) return new ThreadlineClient(options.client, options, null);
   const { temporal: settings, address } = temporalConnectionFromEnv(process.env);
   const connection = await Connection.connect(
@@ -707,6 +710,19 @@ function unchangedState(err: unknown, signalId: string): InputResult | null {
   if (refusal?.type !== 'UnchangedState') return null;
   const { version } = refusal.details as FailureDetails['UnchangedState'];
   return { accepted: true, action: 'skipped', reason: 'unchanged', signalId, version };
+}
+
+/** Refuses bad options with a `ValidationError` naming them; answers the delivery timeout to use. */
+function checkConnectOptions(options: ConnectOptions): number {
+  checkInputDepthBound(options.limits?.maxInputDepth, 'limits.maxInputDepth');
+  checkInputDepthBound(options.threadConfig?.maxInputDepth, 'threadConfig.maxInputDepth');
+  const deliveryTimeoutMs = options.deliveryTimeoutMs ?? definitions.deliveryTimeoutMs.default;
+  if (!Number.isInteger(deliveryTimeoutMs) || deliveryTimeoutMs < 1) {
+    throw new ValidationError(
+      `Invalid deliveryTimeoutMs: ${String(deliveryTimeoutMs)}. Use a whole number of milliseconds, at least 1.`,
+    );
+  }
+  return deliveryTimeoutMs;
 }
 
 function isNotFound(err: unknown): boolean {

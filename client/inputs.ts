@@ -31,8 +31,25 @@ import type { SendTarget } from '../protocol/api';
 
 export interface IngressLimits {
   maxInputBytes: number;
-  /** Levels of arrays and objects inside one input (default 64). */
+  /** Levels of arrays and objects inside one input (default 64, at most `MAX_INPUT_DEPTH_CEILING`). */
   maxInputDepth: number;
+}
+
+/**
+ * The most a `maxInputDepth` may be raised to: serializing an input (`JSON.stringify`, in the client and in the thread)
+ * overflows the stack some thousands of levels down, and a thread whose own step fails that way fails every workflow
+ * task.
+ */
+export const MAX_INPUT_DEPTH_CEILING = 1_000;
+
+/** Throws a `ValidationError` naming `where` unless `depth` is a whole number from 1 to the ceiling. */
+export function checkInputDepthBound(depth: unknown, where: string): void {
+  if (depth === undefined) return;
+  if (typeof depth !== 'number' || !Number.isInteger(depth) || depth < 1 || depth > MAX_INPUT_DEPTH_CEILING) {
+    throw new ValidationError(
+      `Invalid ${where}: ${String(depth)}. Use a whole number of levels from 1 to ${MAX_INPUT_DEPTH_CEILING}.`,
+    );
+  }
 }
 
 function parse<T>(schema: z.ZodType<T>, value: unknown, field: string): T {
