@@ -11,9 +11,12 @@
  * an update that task carries runs in an activation of its own. Replay puts that update and the activity result in one
  * activation, update first, and fails with TMPRL1100 on the recorded commands.
  *
- * Such an activation is recognisable: its history grew (`historyLength`) but it contains no new `WorkflowTaskStarted`
- * (the only event that sets `historySizeBytes`), which no real workflow task's activation lacks, and it has no update
- * (a task that carries one may follow a speculative task whose events the server dropped: same size, later id). The
+ * Such an activation is recognisable: its history grew (`historyLength`) but it contains no new `WorkflowTaskStarted`,
+ * which no real workflow task's activation lacks: its workflow time (`timestamp`, moved by `WorkflowTaskStarted`,
+ * `workflow_machines.rs` `task_started`) and its `historySizeBytes` (set only from that event) are both unchanged.
+ * The size alone is not enough: a real task reported the same size as the one before it in a chaos run. Activations
+ * with an update are left alone (a task that carries one may follow a speculative task whose events the server
+ * dropped: same size, later id). The
  * guard fails it before any workflow code runs. sdk-core then evicts the run and answers the query with that failure
  * (`fail_workflow_task`: `ReportLegacyQueryFailure`), nothing is recorded in the history, and the next real workflow
  * task replays the run from its history: one activation, as replay has it. The cost is that one query fails; readers
@@ -32,7 +35,8 @@ import { QUERY_TASK_GUARD_MESSAGE } from '../protocol/query-task-guard';
 export function installQueryTaskGuard(): void {
   // The activation running now (the first) is past the interceptors; it is the first one compared against.
   const { historyLength, historySize } = workflowInfo();
-  const seen = { historyLength, historySizeBytes: historySize };
+  // The workflow clock (new Date() in the sandbox) is the activation's workflow time.
+  const seen: Seen = { historyLength, historySizeBytes: historySize, timeMs: new Date().getTime() };
   getActivator().interceptors.internals.push({
     activate(input, next) {
       if (input.batchIndex === 0) check(input.activation, seen);
@@ -41,12 +45,19 @@ export function installQueryTaskGuard(): void {
   });
 }
 
-function check(
-  activation: ActivateInput['activation'],
-  seen: { historyLength: number; historySizeBytes: number },
-): void {
+interface Seen {
+  historyLength: number;
+  historySizeBytes: number;
+  /** The activation's workflow time in ms: it moves only with a `WorkflowTaskStarted` (or a local activity's). */
+  timeMs: number;
+}
+
+function check(activation: ActivateInput['activation'], seen: Seen): void {
   const historyLength = Number(activation.historyLength ?? 0);
   const historySizeBytes = Number(activation.historySizeBytes ?? 0);
+  const timeMs = activation.timestamp
+    ? Number(activation.timestamp.seconds ?? 0) * 1000 + Math.floor((activation.timestamp.nanos ?? 0) / 1e6)
+    : undefined;
   const jobs = activation.jobs ?? [];
   const onlyQueries = jobs.every((job) => job.queryWorkflow);
   // An update comes only with a real workflow task, never with a query task. Its task may be speculative: when every
@@ -60,7 +71,8 @@ function check(
     seen.historyLength > 0 &&
     seen.historySizeBytes > 0 &&
     historyLength > seen.historyLength &&
-    historySizeBytes === seen.historySizeBytes;
+    historySizeBytes === seen.historySizeBytes &&
+    timeMs === seen.timeMs;
   if (grewWithoutTask) {
     throw new Error(
       `${QUERY_TASK_GUARD_MESSAGE} an activation with history to event ${historyLength} and no new workflow task ` +
@@ -70,4 +82,5 @@ function check(
   }
   seen.historyLength = historyLength;
   seen.historySizeBytes = historySizeBytes;
+  if (timeMs !== undefined) seen.timeMs = timeMs;
 }
