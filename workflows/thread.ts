@@ -96,6 +96,14 @@ export const STATE_INDEPENDENT_ACTIONS_PATCH = 'state-independent-actions';
  */
 export const INPUT_DEPTH_PATCH = 'input-depth';
 
+/**
+ * `patched()` id: the main loop lets every answer the activation's update handlers have queued go out before it acts
+ * (`settle()`), so its commands follow them however sdk-core grouped the updates into activations. Asked once, as
+ * the workflow starts: its marker is then the first task's command, never racing a handler, and a first task with a
+ * command is never merged into the next one (see the main loop).
+ */
+export const SETTLE_BEFORE_ACTING_PATCH = 'settle-before-acting';
+
 /** Events per publish activity, in JSON bytes: far below Temporal's 2 MB payload limit. */
 const PUBLISH_BUDGET_BYTES = 256 * 1024;
 
@@ -104,9 +112,27 @@ function workflowNow(): number {
   return new Date().getTime();
 }
 
+/**
+ * Resolves once the microtasks the activation has queued so far have run: an update handler's answer (its
+ * completion command) is issued a few microtasks after the handler returned, and every one queued before this call
+ * goes out before the code after it runs. `condition()` evaluates its predicate at once and then only between
+ * rounds of microtasks, so a predicate that is false the first time and true after is exactly that barrier. It
+ * needs no timer, no command and no workflow task.
+ */
+function settle(): Promise<void> {
+  let asked = false;
+  return condition(() => {
+    const settled = asked;
+    asked = true;
+    return settled;
+  });
+}
+
 export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
   // Before anything else: an activation a query task made up is failed before workflow code sees it (issue #14).
   installQueryTaskGuard();
+  // Before any handler is registered: updates that come with the first activation run inside `setHandler`.
+  const settleBeforeActing = patched(SETTLE_BEFORE_ACTING_PATCH);
   const config = resolveThreadConfig(args.config);
   const thread = new ThreadState(
     args.snapshot ?? emptySnapshot(args.resourceId, args.threadId),
@@ -587,6 +613,14 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
   const ready = () => thread.hasWork() || wantsContinueAsNew();
   for (;;) {
     await condition(ready);
+    // Updates answer before the loop acts on them, however sdk-core grouped them. A new worker that takes a thread
+    // with its whole history, where no task has completed with a command yet, takes the first task for a "workflow
+    // task heartbeat" and runs its `initializeWorkflow` with the current task's updates (sdk-core 1.24,
+    // history_update.rs `find_end_index_of_next_wft_seq`): they run inside `setHandler`, and their answers are queued
+    // before the loop wakes. Replay ends that sequence at the update's sequencing event and hands the updates over in
+    // an activation of their own, where the loop wakes after the first: its commands went out between two answers,
+    // and the history did not replay (issue #14, test/workflow/updates-on-new-worker.test.ts).
+    if (settleBeforeActing) await settle();
     if (wantsContinueAsNew()) break;
     if (!thread.run && thread.startNextQueued()) continue;
     // What the handlers and the last iteration changed, in one upsert (only when a value changed).

@@ -39,6 +39,7 @@ import { startRedis, type RedisServer } from '../support/redis';
 import { readToolLog } from '../support/test-agents';
 import { writeUpgradeBundle, type UpgradeVariant } from '../support/upgrade/bundle';
 import { SETTLE_PATCH_ID, SETTLE_TIMER_SUMMARY } from '../support/upgrade/settle-before-step';
+import { SETTLE_BEFORE_ACTING_PATCH } from '../../workflows/thread';
 
 const WAIT_MS = 60_000;
 /** Long enough that the digest is still pending when the old worker is gone; the drill waits it out once. */
@@ -351,7 +352,8 @@ describe.each(drills)('the upgrade drill, the old worker stopped by $signal', ({
           const events = await historyOf(thread.t);
           const shape = historyShape(events);
           expect(shape.workflowTaskFailures, `${name}: failed workflow tasks`).toEqual([]);
-          expect(shape.patchMarkers, `${name}: patch markers`).toEqual([SETTLE_PATCH_ID]);
+          // Threadline's own marker (every execution records it in its first task), then the drill's.
+          expect(shape.patchMarkers, `${name}: patch markers`).toEqual([SETTLE_BEFORE_ACTING_PATCH, SETTLE_PATCH_ID]);
           expect([shape.stepsBeforeMarker, shape.stepsAfterMarker], `${name}: steps before and after`).toEqual(
             expected[name as keyof typeof expected],
           );
@@ -525,8 +527,9 @@ function historyShape(events: JsonEvent[]) {
     if (e.eventType !== 'EVENT_TYPE_MARKER_RECORDED' || marker.markerName !== 'core_patch') continue;
     // Core's patch marker: `{ id, deprecated }` under the `patch-data` key.
     const data = (marker.details as Record<string, { payloads: unknown[] }>)['patch-data'].payloads[0];
-    patchMarkers.push((payloadValue(data) as { id: string }).id);
-    markerAt = Math.min(markerAt, i);
+    const id = (payloadValue(data) as { id: string }).id;
+    patchMarkers.push(id);
+    if (id === SETTLE_PATCH_ID) markerAt = Math.min(markerAt, i);
   }
   const before = events.slice(0, markerAt);
   const after = events.slice(markerAt);
