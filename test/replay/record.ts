@@ -4,10 +4,13 @@
  * test/replay/histories/<name>.json.
  *
  *   npm run record-history            (writes thread-conversation.json, thread-signals.json, …)
+ *   npm run record-history -- settle  (writes settle-conversation.json, …)
  *
  * Commit the files: CI replays every history there against the current workflow code, so a change that would break
  * running threads fails the build. Until the first release, a change of the workflow's history shape re-records
  * this set in the same commit; from a release on, its histories stay and such a change is gated (docs/operations.md).
+ * The `thread-*` set was recorded before the `settle-before-acting` patch and stays (threads of that code must keep
+ * replaying); the `settle-*` set was recorded with it.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
