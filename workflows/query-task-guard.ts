@@ -1,6 +1,6 @@
 /**
  * Guard against an sdk-core behaviour that splits a workflow task differently live and on replay (issue #14,
- * docs/operations.md "Known issue: an update and an activity result split differently live and on replay").
+ * docs/operations.md "Known issue: updates grouped differently live and on replay", first shape).
  *
  * A query that reaches a thread with no workflow task pending goes straight to a worker as a *legacy query task*
  * (server `service/history/api/queryworkflow`, dispatched through matching). Its history is read when a worker polls
