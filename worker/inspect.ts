@@ -200,17 +200,44 @@ export async function replayExecution(workflowsPath: string, execution: ChainExe
 
 const bundles = new Map<string, Promise<{ code: string }>>();
 
-/** The workflow code with the inspection interceptor: bundled once per process (a few seconds), then reused. */
+/**
+ * The workflow code with the inspection interceptor: bundled once per process (a few seconds), then reused, with an
+ * empty source map (`withEmptySourceMap`).
+ */
 function inspectionBundle(workflowsPath: string): Promise<{ code: string }> {
   let bundle = bundles.get(workflowsPath);
   if (!bundle) {
-    bundle = import('@temporalio/worker').then(({ bundleWorkflowCode }) =>
-      bundleWorkflowCode({ workflowsPath, workflowInterceptorModules: [inspectionInterceptors], logger: silent }),
-    );
+    bundle = import('@temporalio/worker').then(async ({ bundleWorkflowCode }) => {
+      const { code } = await bundleWorkflowCode({
+        workflowsPath,
+        workflowInterceptorModules: [inspectionInterceptors],
+        logger: silent,
+      });
+      return { code: withEmptySourceMap(code) };
+    });
     bundle.catch(() => bundles.delete(workflowsPath));
     bundles.set(workflowsPath, bundle);
   }
   return bundle;
+}
+
+const INLINE_SOURCE_MAP = '//# sourceMappingURL=data:';
+
+/**
+ * `code` with its inline source map replaced by an empty one (same `file`). Each `Worker.runReplayHistory` parses its
+ * bundle's source map into the `source-map` package's WebAssembly memory and never frees it (@temporalio/worker 1.24:
+ * `GlobalHandlers.removeWorkflowBundle` drops the `SourceMapConsumer` without `destroy()`), and a Wasm memory never
+ * shrinks: with the full map every inspection or fork leaked about 5.6 MiB of the worker's memory (issue #14, "Found
+ * from outside" 5; docs/limits.md). An inspection replay needs no source positions: a divergence is reported by event.
+ */
+export function withEmptySourceMap(code: string): string {
+  const at = code.lastIndexOf(INLINE_SOURCE_MAP);
+  const data = at < 0 ? -1 : code.indexOf('base64,', at);
+  if (data < 0) throw new Error('The workflow bundle has no inline source map.');
+  const start = data + 'base64,'.length;
+  const map = JSON.parse(Buffer.from(code.slice(start).trimEnd(), 'base64').toString()) as { file?: string };
+  const empty = { version: 3, file: map.file, sources: [], names: [], mappings: '' };
+  return `${code.slice(0, start)}${Buffer.from(JSON.stringify(empty)).toString('base64')}`;
 }
 
 /**
