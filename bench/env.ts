@@ -80,7 +80,9 @@ function logToStderr(entry: LogEntry): void {
   workerLog.set(entry.message, seen);
   if (seen > printedPerMessage) return;
   const more = seen === printedPerMessage ? ' (further ones counted, not printed)' : '';
-  process.stderr.write(`worker ${entry.level}: ${entry.message}${more}\n`);
+  // A failed workflow task says why (its failure, from Core): the message alone does not tell a bug from a guard.
+  const failure = entry.meta?.failure === undefined ? '' : ` ${String(entry.meta.failure).slice(0, 500)}`;
+  process.stderr.write(`worker ${entry.level}: ${entry.message}${failure}${more}\n`);
 }
 
 export interface BenchEnv {

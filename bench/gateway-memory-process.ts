@@ -8,9 +8,12 @@
  *                              (after two full GCs when `gc`)
  *   { type: 'exit' }         → closes and exits
  *
- * Settings (environment): TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE, REDIS_URL. Run with `--expose-gc`.
+ * Settings (environment): TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE, REDIS_URL. Run with `--expose-gc`. With
+ * THREADLINE_BENCH_WORKER_MODEL_URL set, the process also runs the worker (on that model server), as `npm start`
+ * does: the figures are then the gateway's and the worker's together.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { writeHeapSnapshot } from 'node:v8';
 import { Client, Connection } from '@temporalio/client';
 import { summarizeAgents } from '../agents/summary';
 import { RedisBus } from '../bus/redis';
@@ -18,6 +21,7 @@ import { connect } from '../client/connect';
 import { gatewaySettingsFromEnv } from '../config/settings';
 import { serveGateway } from '../gateway/serve';
 import { createLogger, metrics } from '../observability';
+import { createWorker } from '../worker/index';
 import { benchAgent } from './agent';
 
 export interface GatewayFigures {
@@ -29,9 +33,10 @@ export interface GatewayFigures {
   arrayBuffers: number;
 }
 
-export type GatewayMemoryRequest = { type: 'measure'; gc: boolean } | { type: 'exit' };
+export type GatewayMemoryRequest = { type: 'measure'; gc: boolean } | { type: 'snapshot'; path: string } | { type: 'exit' };
 export type GatewayMemoryReply =
   | { type: 'ready'; url: string; maxSubscriberBufferBytes: number; subscriberStallMs: number }
+  | { type: 'snapshot-written'; path: string }
   | (GatewayFigures & {
       type: 'measured';
       /** Open SSE subscriptions (`threadline_sse_subscribers`). */
@@ -67,6 +72,19 @@ const settings = gatewaySettingsFromEnv(process.env);
 const connection = await Connection.connect({ address: required('TEMPORAL_ADDRESS') });
 const bus = new RedisBus(required('REDIS_URL'));
 const client = await connect({ bus, client: new Client({ connection }), taskQueue: required('TEMPORAL_TASK_QUEUE') });
+// `npm start`'s topology: the worker in the gateway's process (bench/gateway-fuzz-memory.ts measures both).
+const workerModelUrl = process.env.THREADLINE_BENCH_WORKER_MODEL_URL;
+const worker = workerModelUrl
+  ? await createWorker({
+      agents: [benchAgent],
+      bus,
+      address: required('TEMPORAL_ADDRESS'),
+      taskQueue: required('TEMPORAL_TASK_QUEUE'),
+      models: { openaiBaseUrl: workerModelUrl, openaiApiKey: 'bench' },
+      shutdownGraceTimeMs: 1_000,
+    })
+  : undefined;
+const workerRunning = worker?.run();
 const server = await serveGateway({
   client,
   agents: summarizeAgents([benchAgent]),
@@ -91,8 +109,14 @@ async function measure(collect: boolean): Promise<GatewayMemoryReply> {
 process.on('message', (request: GatewayMemoryRequest) => {
   void (async () => {
     if (request.type === 'measure') send(await measure(request.gc));
+    if (request.type === 'snapshot') {
+      gc!();
+      send({ type: 'snapshot-written', path: writeHeapSnapshot(request.path) });
+    }
     if (request.type === 'exit') {
       await server.close();
+      await worker?.shutdown();
+      await workerRunning;
       await client.close();
       await bus.close();
       await connection.close();

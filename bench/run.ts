@@ -13,6 +13,7 @@ import { benchHistory } from './history';
 import { benchIdleWake } from './idle-wake';
 import { benchInjection } from './injection';
 import { benchGatewayBus } from './gateway-bus';
+import { benchGatewayFuzzMemory } from './gateway-fuzz-memory';
 import { benchGatewayMemory } from './gateway-memory';
 import { floorIngest } from './floor/ingest';
 import { benchHttp } from './http';
@@ -178,6 +179,15 @@ const benchmarks = {
         `${g.rounds} round(s)…`,
     );
     return { gatewayMemory: await benchGatewayMemory(env, g, progress) };
+  },
+  // Only with --only: docs/limits.md records its run (issue #14, "Found from outside" 5).
+  'gateway-fuzz-memory': async (env: BenchEnv) => {
+    const requests = Number(process.env.THREADLINE_FUZZ_RUNS ?? 10_000);
+    progress(`(l) gateway memory under ${requests} fuzzed requests, measured every 1,000: the gateway alone…`);
+    const gatewayOnly = await benchGatewayFuzzMemory(env, { requests, batch: 1_000, workerInGateway: false }, progress);
+    progress(`(l) … and with the worker in its process, as npm start runs them…`);
+    const withWorker = await benchGatewayFuzzMemory(env, { requests, batch: 1_000, workerInGateway: true }, progress);
+    return { gatewayFuzzMemory: { gatewayOnly, withWorker } };
   },
 };
 
