@@ -33,7 +33,8 @@ export interface GatewayFigures {
   arrayBuffers: number;
 }
 
-export type GatewayMemoryRequest = { type: 'measure'; gc: boolean } | { type: 'snapshot'; path: string } | { type: 'exit' };
+export type GatewayMemoryRequest =
+  { type: 'measure'; gc: boolean } | { type: 'snapshot'; path: string } | { type: 'exit' };
 export type GatewayMemoryReply =
   | { type: 'ready'; url: string; maxSubscriberBufferBytes: number; subscriberStallMs: number }
   | { type: 'snapshot-written'; path: string }
