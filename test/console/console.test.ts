@@ -114,8 +114,15 @@ describe('the web console', () => {
       { polling: 'raf', timeout: 30_000 },
     );
     const streamingFrom = await page.evaluate(() => performance.now());
-    await expect.poll(() => count(page.locator('.msg.step.status-done')), eventually).toBe(1);
+    // Until the last token is on the page: what changes when the step then finishes (its badge, the run's status) is
+    // not streaming (a CI run measured one 0.011 shift at that moment).
+    await page.waitForFunction(
+      () => (document.querySelector('.msg.step .answer')?.textContent ?? '').includes('w59'),
+      undefined,
+      { polling: 'raf', timeout: 30_000 },
+    );
     const streamingTo = await page.evaluate(() => performance.now());
+    await expect.poll(() => count(page.locator('.msg.step.status-done')), eventually).toBe(1);
     expect(await answerText()).toBe(chunks.join(''));
     const shifts = await page.evaluate(
       () => (window as unknown as { __shifts: { value: number; at: number }[] }).__shifts,
