@@ -11,6 +11,7 @@ import {
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
   type UpdateDefinition,
+  type WorkflowHandle,
   isGrpcServiceError,
 } from '@temporalio/client';
 import { createBus } from '../bus';
@@ -383,18 +384,34 @@ export class ThreadlineClient {
   async listNotifications(target: ThreadTarget, query: NotificationQuery = {}): Promise<RecordPage | null> {
     const parsed = notificationQuerySchema.safeParse(query);
     if (!parsed.success) throw new ValidationError(`Invalid notification query: ${describeZodError(parsed.error)}`);
+    return await this.read(
+      target,
+      (thread) => thread.query(notificationsQuery, parsed.data),
+      // The query is always registered: the client reports its handler's refusal (a bad cursor) as "not registered",
+      // with the refusal's message.
+      (err) =>
+        err instanceof QueryNotRegisteredError
+          ? new ValidationError(err.message, { cause: err })
+          : errorFromRefusal(err),
+    );
+  }
+
+  /**
+   * Reads the thread with a query: `null` when it does not exist. A query the query-task guard failed is asked again;
+   * one refused while the thread's workflow task fails throws `UnavailableError` at once; `refusal` maps the rest.
+   */
+  private async read<T>(
+    target: ThreadTarget,
+    query: (thread: WorkflowHandle) => Promise<T>,
+    refusal: (err: unknown) => Error | null = () => null,
+  ): Promise<T | null> {
     try {
       return await retryGuardedQuery(() =>
-        this.temporal.workflow
-          .getHandle(threadKey(target.resourceId, target.threadId))
-          .query(notificationsQuery, parsed.data),
+        query(this.temporal.workflow.getHandle(threadKey(target.resourceId, target.threadId))),
       );
     } catch (err) {
       if (isNotFound(err)) return null;
-      // The query is always registered: the client reports its handler's refusal (a bad cursor) as "not registered",
-      // with the refusal's message.
-      if (err instanceof QueryNotRegisteredError) throw new ValidationError(err.message, { cause: err });
-      throw errorFromRefusal(err) ?? unreadableWhileTaskFails(err) ?? err;
+      throw refusal(err) ?? unreadableWhileTaskFails(err) ?? err;
     }
   }
 
@@ -482,30 +499,14 @@ export class ThreadlineClient {
   }
 
   async getThread(target: ThreadTarget): Promise<ThreadView | null> {
-    try {
-      return await retryGuardedQuery(() =>
-        this.temporal.workflow.getHandle(threadKey(target.resourceId, target.threadId)).query(threadStateQuery),
-      );
-    } catch (err) {
-      if (isNotFound(err)) return null;
-      throw unreadableWhileTaskFails(err) ?? err;
-    }
+    return await this.read(target, (thread) => thread.query(threadStateQuery));
   }
 
   async getMessages(
     target: ThreadTarget,
     page: { limit?: number; before?: string } = {},
   ): Promise<MessagesPage | null> {
-    try {
-      return await retryGuardedQuery(() =>
-        this.temporal.workflow
-          .getHandle(threadKey(target.resourceId, target.threadId))
-          .query(threadMessagesQuery, page),
-      );
-    } catch (err) {
-      if (isNotFound(err)) return null;
-      throw unreadableWhileTaskFails(err) ?? err;
-    }
+    return await this.read(target, (thread) => thread.query(threadMessagesQuery, page));
   }
 
   subscribeToThread(target: ThreadTarget, options: SubscribeOptions = {}): ThreadSubscription {
