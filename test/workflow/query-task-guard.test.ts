@@ -11,12 +11,12 @@
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
-import { temporal as proto } from '@temporalio/proto';
 import { Context, CompleteAsyncError } from '@temporalio/activity';
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { failedByQueryTaskGuard, retryGuardedQuery } from '../../protocol/query-task-guard';
 import { raceInputUpdate, raceStateQuery } from '../support/query-race-workflow';
+import { untilUpdateAdmitted } from '../support/updates';
 
 const workflowsPath = fileURLToPath(new URL('../support/query-race-workflow.ts', import.meta.url));
 /** Runs of the race before giving up on the server handing the query task out first (each run: about 1 in 2). */
@@ -37,9 +37,6 @@ afterAll(async () => {
   await temporal?.connection.close();
 });
 
-const UpdateStage = proto.api.enums.v1.UpdateWorkflowExecutionLifecycleStage;
-/** gRPC NOT_FOUND: the update has not reached the server yet. */
-const NOT_FOUND = 5;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Ends a race's run; a run that did not split has already completed by itself, which is fine. */
 async function terminateIfRunning(handle: WorkflowHandle, reason: string): Promise<void> {
@@ -112,24 +109,10 @@ async function race(guard: boolean): Promise<RaceOutcome> {
     const updateId = randomUUID();
     const update = handle.executeUpdate(raceInputUpdate, { args: ['hello'], updateId });
     // The update waits in the pending workflow task before any worker polls: the server has admitted it.
-    for (;;) {
-      const admitted = await temporal.workflowService
-        .pollWorkflowExecutionUpdate({
-          namespace: 'default',
-          updateRef: { workflowExecution: { workflowId: handle.workflowId }, updateId },
-          identity: 'query-task-guard.test',
-          waitPolicy: { lifecycleStage: UpdateStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED },
-        })
-        .then(
-          () => true,
-          (err: { code?: number }) => {
-            if (err.code !== NOT_FOUND) throw err;
-            return false;
-          },
-        );
-      if (admitted) break;
-      await sleep(200);
-    }
+    await untilUpdateAdmitted(temporal, handle.workflowId, updateId, {
+      identity: 'query-task-guard.test',
+      everyMs: 200,
+    });
     const worker = await workflowWorker();
     second = { worker, run: worker.run() };
     const updated = await update.then(

@@ -19,6 +19,7 @@ import type { ThreadInput } from '../../protocol/schemas';
 import { THREAD_WORKFLOW_TYPE } from '../../protocol/thread-config';
 import { replaySinks } from '../../worker/replay-sinks';
 import { startHarness, within, type Harness } from '../support/harness';
+import { untilUpdateAdmitted } from '../support/updates';
 
 let h: Harness;
 beforeAll(async () => {
@@ -30,8 +31,6 @@ afterAll(async () => {
 
 const Stage = proto.api.enums.v1.UpdateWorkflowExecutionLifecycleStage;
 const EventType = proto.api.enums.v1.EventType;
-/** gRPC NOT_FOUND: the update has not reached the server yet. */
-const NOT_FOUND = 5;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const message = (id: string, contents: string): ThreadInput => ({
@@ -50,24 +49,8 @@ async function admit(workflowId: string, input: ThreadInput): Promise<string> {
     .getHandle(workflowId)
     .executeUpdate(submitInputUpdate, { args: [input], updateId })
     .catch(() => undefined);
-  for (;;) {
-    const admitted = await h.temporal.workflowService
-      .pollWorkflowExecutionUpdate({
-        namespace: 'default',
-        updateRef: { workflowExecution: { workflowId }, updateId },
-        identity: 'updates-on-new-worker.test',
-        waitPolicy: { lifecycleStage: Stage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED },
-      })
-      .then(
-        () => true,
-        (err: { code?: number }) => {
-          if (err.code !== NOT_FOUND) throw err;
-          return false;
-        },
-      );
-    if (admitted) return updateId;
-    await sleep(100);
-  }
+  await untilUpdateAdmitted(h.temporal, workflowId, updateId, { identity: 'updates-on-new-worker.test' });
+  return updateId;
 }
 
 async function idle(handle: WorkflowHandle, events: number): Promise<void> {
@@ -108,7 +91,7 @@ describe('updates that a new worker receives with the whole history', () => {
     });
     // The thread is idle once its first workflow task completed.
     await idle(handle, 4);
-    // Its worker dies; the next workflow task waits out the sticky queue's timeout, then any worker may take it.
+    // Its worker goes (a graceful shutdown hands its sticky queue back: the next workflow task goes to any worker).
     await h.worker!.shutdown();
     const first = await admit(workflowId, message('m1', 'first'));
     const second = await admit(workflowId, message('m2', 'second'));
