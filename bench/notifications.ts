@@ -16,6 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import type { NotificationInput, NotificationPriority, ThreadTarget } from '../protocol/schemas';
 import { connect, type ThreadlineClient } from '../client/connect';
 import { threadKey } from '../protocol/ids';
@@ -112,6 +113,8 @@ export interface NotificationsResult {
     eventsPerNotification: number;
     eventsPerThread: Summary;
     eventsByType: Record<string, number>;
+    /** `WorkflowTaskTimedOut` events by their timeout type (`TIMEOUT_TYPE_SCHEDULE_TO_START`, …). */
+    taskTimeoutsByType: Record<string, number>;
   };
   /** From the last answer until every thread was idle with nothing due. */
   settleMs: number;
@@ -264,6 +267,10 @@ export async function benchNotifications(
       chain: (await historyChain(temporal.workflow, threadKey(target.resourceId, target.threadId))).map((x) => ({
         runId: x.runId,
         types: x.events.map(eventTypeName),
+        taskTimeouts: x.events.flatMap((e) => {
+          const type = e.workflowTaskTimedOutEventAttributes?.timeoutType;
+          return type == null ? [] : [proto.temporal.api.enums.v1.TimeoutType[type] ?? String(type)];
+        }),
       })),
     }));
 
@@ -391,6 +398,12 @@ export async function benchNotifications(
         eventsPerNotification: round(events / Math.max(1, ok.length)),
         eventsPerThread: summarize(threads.map((t) => t.chain.reduce((sum, x) => sum + x.types.length, 0))),
         eventsByType,
+        // Why each `WorkflowTaskTimedOut` timed out: schedule-to-start is a sticky queue's task that its worker did not
+        // poll in time (it moves to the normal queue, and the next worker replays); start-to-close is a task a worker
+        // took and did not finish.
+        taskTimeoutsByType: executions
+          .flatMap((x) => x.taskTimeouts)
+          .reduce<Record<string, number>>((counts, type) => ({ ...counts, [type]: (counts[type] ?? 0) + 1 }), {}),
       },
       settleMs: round(settleMs),
       clientErrors: clientErrors.counts,

@@ -304,6 +304,19 @@ export const definitions = {
     description: "task queue of thread workflows and activities (Threadline's own setting, not in profiles)",
     readBy: ALL,
   }),
+  stickyQueueTimeoutMs: withDefault({
+    env: 'THREADLINE_STICKY_QUEUE_TIMEOUT_MS',
+    group: 'Temporal',
+    type: wholeNumber(1_000),
+    default: 10_000,
+    description:
+      "how long a thread's next workflow task waits on the sticky queue of the worker that has the thread cached " +
+      'before any worker may take it (`stickyQueueScheduleToStartTimeout`), in milliseconds. Shorter moves the ' +
+      'threads of a crashed worker sooner (a worker that shuts down gracefully hands them over at once), but a busy ' +
+      "worker's tasks then time out, move and replay: at 3,000 the notification bench had 367 timed-out workflow " +
+      'tasks and refused inputs, at 10,000 none (docs/performance.md)',
+    readBy: RUNS_AGENTS,
+  }),
   temporalApiKey: optional({
     env: 'TEMPORAL_API_KEY',
     group: 'Temporal',

@@ -107,10 +107,17 @@ export interface DevServerSettings {
   dataDir: string;
 }
 
+/** How a worker asks Temporal for its tasks. */
+export interface WorkerSettings {
+  /** `stickyQueueScheduleToStartTimeout`: how long a cached thread's next workflow task waits for this worker. */
+  stickyQueueTimeoutMs: number;
+}
+
 export interface Settings {
   /** The process these settings were read for; variables other processes read keep their defaults. */
   reader: Reader;
   models: ModelSettings;
+  worker: WorkerSettings;
   server: ServerSettings;
   gateway: GatewaySettings;
   /** Undefined: the in-process bus. */
@@ -171,6 +178,7 @@ export function readSettings(env: Env, reader: Reader): Settings {
   return {
     reader,
     models: { model: values.model, openaiApiKey: values.openaiApiKey, openaiBaseUrl: values.openaiBaseUrl },
+    worker: { stickyQueueTimeoutMs: values.stickyQueueTimeoutMs },
     server: {
       port: values.port,
       host: values.host,

@@ -18,6 +18,7 @@ import type { EventBus } from '../bus/types';
 import type { ThreadlineSinks } from '../workflows/sinks';
 import { summarizeAgents } from '../agents/summary';
 import type { AgentSummary } from '../protocol/api';
+import { definitions } from '../config/definitions';
 import { DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, DEFAULT_TEMPORAL_ADDRESS } from '../config/settings';
 import { logger } from '../observability';
 import { currentTracing, type Tracing } from '../observability/tracing';
@@ -57,6 +58,11 @@ export interface CreateWorkerOptions {
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** How long shutdown waits for in-flight activities before handing them back (default 10 s). */
   shutdownGraceTimeMs?: number;
+  /**
+   * How long a cached thread's next workflow task waits on this worker's sticky queue before any worker may take it
+   * (`THREADLINE_STICKY_QUEUE_TIMEOUT_MS`, default 10 s).
+   */
+  stickyQueueTimeoutMs?: number;
   /**
    * Bounds of the cache of each thread's latest step window (`activities/step-window.ts`; default 1,000 threads and
    * 64 MiB). A miss costs the step a query to its workflow, never a wrong window.
@@ -110,9 +116,11 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Thread
     },
     // In-flight steps get this long to finish on shutdown; after it they are cancelled and retried elsewhere.
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 10_000,
-    // After a worker dies, its threads' next workflow tasks wait this long on its sticky queue before any worker
-    // takes them (SDK default 10 s): inputs to those threads would stall that long. A busy worker pays a replay.
-    stickyQueueScheduleToStartTimeout: '3 seconds',
+    // After a worker dies, its threads' next workflow tasks wait this long on its sticky queue before any worker takes
+    // them (a worker that shuts down gracefully hands its sticky queue back at once). Shorter is not better: a busy
+    // worker's tasks time out too, move to the normal queue and cost a replay; at 3 s the notification bench's worker
+    // spiralled (367 timed-out tasks, inputs refused), at 10 s (Temporal's default) it had none. docs/performance.md.
+    stickyQueueScheduleToStartTimeout: options.stickyQueueTimeoutMs ?? definitions.stickyQueueTimeoutMs.default,
     // Tool activities have no heartbeat timeout, so their heartbeats are throttled to this interval (SDK default 30 s):
     // it bounds how long an aborted run's tool keeps running before its abortSignal fires.
     defaultHeartbeatThrottleInterval: '1 second',

@@ -36,7 +36,15 @@ export async function runWorker(settings: Settings): Promise<void> {
   );
   const connection = await NativeConnection.connect(temporalConnectionOptions(settings.temporal, address));
   const bus = createBus({ redisUrl: settings.redisUrl });
-  const worker = await createWorker({ agents, bus, connection, namespace, taskQueue, models: settings.models });
+  const worker = await createWorker({
+    agents,
+    bus,
+    connection,
+    namespace,
+    taskQueue,
+    models: settings.models,
+    stickyQueueTimeoutMs: settings.worker.stickyQueueTimeoutMs,
+  });
   const http =
     workerHttpPort === 'off'
       ? null

@@ -71,6 +71,7 @@ export async function startStack(settings: Settings, env: NodeJS.ProcessEnv): Pr
     namespace: temporal.namespace,
     taskQueue: temporal.taskQueue,
     models,
+    stickyQueueTimeoutMs: settings.worker.stickyQueueTimeoutMs,
   });
   const workerRun = worker.run();
 

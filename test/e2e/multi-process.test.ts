@@ -5,7 +5,7 @@
  *
  * Every test starts its own cluster (fresh task queue, model server, processes) and kills it when it ends. Waits have
  * generous upper bounds: a killed worker's step is retried only after its heartbeat timeout, and the thread's next
- * workflow task may first wait out the dead worker's sticky queue (3 s, worker/index.ts); the machine may be busy.
+ * workflow task may first wait out the dead worker's sticky queue (10 s, worker/index.ts); the machine may be busy.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -12,7 +12,7 @@
  * histories are also exported (`threadline history export`) and replayed (`threadline history replay --bundle`):
  * before the deploy against both candidates, after it against the gated change and the old code (a rollback).
  *
- * Waits are generous: after a SIGKILL a thread's next workflow task waits out the dead worker's sticky queue (3 s),
+ * Waits are generous: after a SIGKILL a thread's next workflow task waits out the dead worker's sticky queue (10 s),
  * and its step a heartbeat timeout (2 s here).
  */
 import { mkdtemp, readdir, readFile } from 'node:fs/promises';
