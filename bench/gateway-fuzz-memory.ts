@@ -11,26 +11,20 @@
  *
  * THREADLINE_FUZZ_SEED sets the seed (default: the fuzz test's), THREADLINE_FUZZ_RUNS the requests (default 10,000).
  */
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { summarizeAgents } from '../agents/summary';
 import { MemoryBus } from '../bus/memory';
-import { RedisBus } from '../bus/redis';
-import { connect } from '../client/connect';
+import { connect, type ThreadlineClient } from '../client/connect';
 import { createGateway } from '../gateway/app';
 import { defaultLimits } from '../protocol/schemas';
 import { requestArbitrary, type FuzzRequest, type FuzzWorld } from '../test/support/fuzz/requests';
 import { routeModels, type OpenApiDocument } from '../test/support/fuzz/routes';
-import { startRedis } from '../test/support/redis';
-import { createWorker, workflowsPath } from '../worker/index';
-import { benchAgent, withTimeout, type BenchEnv } from './env';
-import type { GatewayFigures, GatewayMemoryReply, GatewayMemoryRequest } from './gateway-memory-process';
-import { quiet, replyOf } from './memory';
+import { benchAgent, type BenchEnv } from './env';
+import type { GatewayFigures } from './gateway-memory-process';
+import { startGatewayProcess } from './gateway-process';
 
 export interface GatewayFuzzMemorySizes {
   requests: number;
@@ -66,7 +60,6 @@ export interface GatewayFuzzMemoryResult {
   rssBytesPerRequest: number;
 }
 
-const script = fileURLToPath(new URL('./gateway-memory-process.ts', import.meta.url));
 const IDLE_MS = 30_000;
 const ANSWER_TIMEOUT_MS = 60_000;
 
@@ -88,59 +81,35 @@ export async function benchGatewayFuzzMemory(
     keys,
     maxBodyBytes: defaultLimits.maxInputBytes * 2 + 64 * 1024,
   };
-  const redis = await startRedis();
-  const taskQueue = `bench-gateway-fuzz-memory-${randomUUID()}`;
-  const { code } = sizes.workerInGateway ? { code: '' } : await bundleWorkflowCode({ workflowsPath, logger: quiet });
-  const workerBus = new RedisBus(redis.url);
-  const worker = sizes.workerInGateway
-    ? undefined
-    : await createWorker({
-        agents: [benchAgent],
-        bus: workerBus,
-        address: env.address,
-        taskQueue,
-        models: { openaiBaseUrl: env.modelUrl, openaiApiKey: 'bench' },
-        workflowBundle: { code },
-        shutdownGraceTimeMs: 1_000,
-      });
-  const running = worker?.run();
   let gatewayWarnings = 0;
-  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', script], {
+  const gateway = await startGatewayProcess(env, {
+    name: 'gateway-fuzz-memory',
+    workerInGateway: sizes.workerInGateway,
     env: {
-      ...process.env,
-      TEMPORAL_ADDRESS: env.address,
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      REDIS_URL: redis.url,
-      ...(sizes.workerInGateway && { THREADLINE_BENCH_WORKER_MODEL_URL: env.modelUrl }),
       THREADLINE_API_KEYS: JSON.stringify({
         [keys.all]: ['*'],
         [keys.scoped]: [resource('canary'), resource('sink'), resource('fresh')],
         [keys.solo]: [resource('sink')],
       }),
     },
-    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    onStderr: (chunk: string) => (gatewayWarnings += chunk.split('\n').length - 1),
   });
-  child.stderr!.on('data', (chunk: Buffer) => (gatewayWarnings += chunk.toString().split('\n').length - 1));
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
-  // The served routes, from Hono itself (the console's pages are outside the OpenAPI document).
-  const connection = await Connection.connect({ address: env.address });
+  const { ready, taskQueue } = gateway;
+  const connection = await Connection.connect({ address: env.address }).catch(async (err: unknown) => {
+    await gateway.stop();
+    throw err;
+  });
   const routesBus = new MemoryBus();
-  const routesClient = await connect({ bus: routesBus, client: new Client({ connection }), taskQueue });
+  let routesClient: ThreadlineClient | undefined;
   const measure = async (gc: boolean): Promise<GatewayFigures> => {
-    const reply = replyOf<Extract<GatewayMemoryReply, { type: 'measured' }>>(child, 'measured');
-    child.send({ type: 'measure', gc } satisfies GatewayMemoryRequest);
-    const { rss, heapTotal, heapUsed, external, arrayBuffers } = await withTimeout(reply, 'a measurement', 60_000);
+    const { rss, heapTotal, heapUsed, external, arrayBuffers } = await gateway.measure(gc);
     return { rss, heapTotal, heapUsed, external, arrayBuffers };
   };
   try {
-    const ready = await withTimeout(
-      replyOf<Extract<GatewayMemoryReply, { type: 'ready' }>>(child, 'ready'),
-      'the gateway process to start',
-      120_000,
-    );
     const auth = { authorization: `Bearer ${keys.all}` };
     const doc = (await (await fetch(`${ready.url}/api/openapi.json`, { headers: auth })).json()) as OpenApiDocument;
+    // The served routes, from Hono itself (the console's pages are outside the OpenAPI document).
+    routesClient = await connect({ bus: routesBus, client: new Client({ connection }), taskQueue });
     const app = createGateway({ client: routesClient, agents: summarizeAgents([benchAgent]) });
     const arbitrary = requestArbitrary(routeModels(doc, app.routes), world);
     // The world's threads exist and have answered once, so reads, steps and forks have something to read.
@@ -177,11 +146,9 @@ export async function benchGatewayFuzzMemory(
     // THREADLINE_BENCH_SNAPSHOT=<file>: a heap snapshot of the gateway's process at the end (to see what holds memory).
     const snapshot = process.env.THREADLINE_BENCH_SNAPSHOT;
     if (snapshot) {
-      const written = replyOf<Extract<GatewayMemoryReply, { type: 'snapshot-written' }>>(child, 'snapshot-written');
-      child.send({ type: 'snapshot', path: `${snapshot}-${sizes.workerInGateway ? 'with-worker' : 'gateway'}` });
-      progress(`  heap snapshot: ${(await withTimeout(written, 'the heap snapshot', 300_000)).path}`);
+      const path = `${snapshot}-${sizes.workerInGateway ? 'with-worker' : 'gateway'}`;
+      progress(`  heap snapshot: ${await gateway.snapshot(path)}`);
     }
-    child.send({ type: 'exit' } satisfies GatewayMemoryRequest);
     const { count: threadsCreated } = await new Client({ connection }).workflow.count(
       `ThreadlineResource = '${world.freshResource}'`,
     );
@@ -201,16 +168,10 @@ export async function benchGatewayFuzzMemory(
       rssBytesPerRequest: Math.round((last.live.rss - first.live.rss) / requests),
     };
   } finally {
-    await Promise.race([new Promise((resolve) => child.once('exit', resolve)), sleep(5_000)]);
-    child.kill('SIGKILL');
-    process.off('exit', killOnExit);
-    await routesClient.close().catch(() => undefined);
+    await gateway.stop();
+    await routesClient?.close().catch(() => undefined);
     await routesBus.close();
     await connection.close();
-    await worker?.shutdown().catch(() => undefined);
-    await running?.catch(() => undefined);
-    await workerBus.close();
-    await redis.stop();
   }
 }
 

@@ -15,22 +15,16 @@
  * test/gateway/slow-subscribers.test.ts), so a stalled subscriber outgrows the kernel's socket buffers and reaches
  * the gateway's bound.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { connect as netConnect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
-import { bundleWorkflowCode } from '@temporalio/worker';
-import { RedisBus } from '../bus/redis';
 import type { ThreadTarget } from '../protocol/schemas';
 import type { ScriptedReply } from '../test/support/model-server';
-import { startRedis } from '../test/support/redis';
-import { createWorker, workflowsPath } from '../worker/index';
-import { benchAgent, withTimeout, type BenchEnv } from './env';
+import { withTimeout, type BenchEnv } from './env';
 import { eventsUrl, sendOverHttp, subscribeStamped } from './gateway-bus';
-import type { GatewayFigures, GatewayMemoryReply, GatewayMemoryRequest } from './gateway-memory-process';
-import { quiet, replyOf } from './memory';
+import type { GatewayFigures } from './gateway-memory-process';
+import { startGatewayProcess, type GatewayMeasured, type GatewayProcess } from './gateway-process';
 import { summarize, type Summary } from './stats';
 import { mapLimit } from './temporal-helpers';
 
@@ -77,7 +71,6 @@ export interface GatewayMemoryResult {
   rounds: StallRound[];
 }
 
-const script = fileURLToPath(new URL('./gateway-memory-process.ts', import.meta.url));
 const marker = 'gateway-memory';
 const SAMPLE_EVERY_MS = 250;
 /** Every this many samples, one after two full GCs. */
@@ -89,33 +82,12 @@ export async function benchGatewayMemory(
   sizes: GatewayMemorySizes,
   progress: (line: string) => void = () => undefined,
 ): Promise<GatewayMemoryResult> {
-  const redis = await startRedis();
-  const taskQueue = `bench-gateway-memory-${randomUUID()}`;
-  const { code } = await bundleWorkflowCode({ workflowsPath, logger: quiet });
-  const workerBus = new RedisBus(redis.url);
-  const worker = await createWorker({
-    agents: [benchAgent],
-    bus: workerBus,
-    address: env.address,
-    taskQueue,
-    models: { openaiBaseUrl: env.modelUrl, openaiApiKey: 'bench' },
-    workflowBundle: { code },
-    shutdownGraceTimeMs: 1_000,
+  const gateway = await startGatewayProcess(env, {
+    name: 'gateway-memory',
+    // The stalled subscribers and the one that reads, all on one thread.
+    env: { THREADLINE_MAX_SUBSCRIBERS_PER_THREAD: String(sizes.subscribers + 1) },
   });
-  const running = worker.run();
-  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', script], {
-    env: {
-      ...process.env,
-      TEMPORAL_ADDRESS: env.address,
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      REDIS_URL: redis.url,
-      // The stalled subscribers and the one that reads, all on one thread.
-      THREADLINE_MAX_SUBSCRIBERS_PER_THREAD: String(sizes.subscribers + 1),
-    },
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  });
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
+  const { ready } = gateway;
   const answer = Array.from({ length: sizes.chunks }, (_, i) => String(i % 10));
   const reply = env.probe.reply;
   env.probe.reply = (req) =>
@@ -123,19 +95,17 @@ export async function benchGatewayMemory(
       ? ({ text: answer, chunkDelayMs: 1 } satisfies ScriptedReply)
       : reply(req);
   try {
-    const ready = await withTimeout(replyOf<Ready>(child, 'ready'), 'the gateway process to start', 120_000);
     // Warm: one short answer through the gateway, so what it builds on first use is in the baseline.
     const warm = freshTarget();
     const warmReader = await subscribeStamped(eventsUrl(ready.url, warm), { until: (e) => e.type === 'finish' });
     await sendOverHttp(ready.url, 'warm up', warm);
     await withTimeout(warmReader.received, 'the warm-up answer', 120_000);
-    const started = figures(await measure(child, true));
+    const started = figures(await gateway.measure(true));
     const rounds: StallRound[] = [];
     for (let round = 1; round <= sizes.rounds; round++) {
       progress(`  round ${round}/${sizes.rounds}: ${sizes.subscribers} stalled subscribers, ${sizes.chunks} chunks…`);
-      rounds.push(await stallRound(child, ready, sizes, progress));
+      rounds.push(await stallRound(gateway, sizes, progress));
     }
-    child.send({ type: 'exit' } satisfies GatewayMemoryRequest);
     return {
       subscribers: sizes.subscribers,
       chunks: sizes.chunks,
@@ -146,22 +116,12 @@ export async function benchGatewayMemory(
     };
   } finally {
     env.probe.reply = reply;
-    await Promise.race([new Promise((resolve) => child.once('exit', resolve)), sleep(5_000)]);
-    child.kill('SIGKILL');
-    process.off('exit', killOnExit);
-    await worker.shutdown().catch(() => undefined);
-    await running.catch(() => undefined);
-    await workerBus.close();
-    await redis.stop();
+    await gateway.stop();
   }
 }
 
-type Ready = Extract<GatewayMemoryReply, { type: 'ready' }>;
-type Measured = Extract<GatewayMemoryReply, { type: 'measured' }>;
-
 async function stallRound(
-  child: ChildProcess,
-  ready: Ready,
+  { ready, measure }: GatewayProcess,
   sizes: GatewayMemorySizes,
   progress: (line: string) => void,
 ): Promise<StallRound> {
@@ -172,10 +132,10 @@ async function stallRound(
     50,
     () => stalledSubscriber(url),
   );
-  const connectedMeasure = await measure(child, true);
+  const connectedMeasure = await measure(true);
   progress(`    connected: ${describe(connectedMeasure)}`);
   const droppedBefore = connectedMeasure.dropped;
-  const droppedSince = (m: Measured) =>
+  const droppedSince = (m: GatewayMeasured) =>
     m.dropped.bufferFull - droppedBefore.bufferFull + m.dropped.stalled - droppedBefore.stalled;
 
   const reader = await subscribeStamped(url, { until: (e) => e.type === 'finish' });
@@ -187,7 +147,7 @@ async function stallRound(
   const sampler = (async () => {
     for (let sample = 1; sampling; sample++) {
       const settled = sample % SETTLED_SAMPLE_EVERY === 0;
-      last = await measure(child, settled);
+      last = await measure(settled);
       raise(settled ? peakLive : peak, last);
       // Each settled sample on stderr too: a round cut short still leaves its figures.
       if (settled) progress(`    live: ${describe(last)}; dropped ${droppedSince(last)}`);
@@ -208,17 +168,17 @@ async function stallRound(
   sampling = false;
   await sampler;
 
-  const afterDropsMeasure = await measure(child, true);
+  const afterDropsMeasure = await measure(true);
   for (const socket of sockets) socket.destroy();
   const closedBy = Date.now() + 60_000;
-  let afterCloseMeasure = await measure(child, false);
+  let afterCloseMeasure = await measure(false);
   while (afterCloseMeasure.subscribers > 0 && Date.now() < closedBy) {
     await sleep(SAMPLE_EVERY_MS);
-    afterCloseMeasure = await measure(child, false);
+    afterCloseMeasure = await measure(false);
   }
-  afterCloseMeasure = await measure(child, true);
+  afterCloseMeasure = await measure(true);
   await sleep(IDLE_MS);
-  const afterIdle = figures(await measure(child, true));
+  const afterIdle = figures(await measure(true));
   return {
     connected: figures(connectedMeasure),
     peak,
@@ -256,23 +216,17 @@ function stalledSubscriber(url: string): Promise<Socket> {
   });
 }
 
-async function measure(child: ChildProcess, gc: boolean): Promise<Measured> {
-  const answer = replyOf<GatewayMemoryReply>(child, 'measured');
-  child.send({ type: 'measure', gc } satisfies GatewayMemoryRequest);
-  return (await withTimeout(answer, 'a gateway memory measurement')) as Measured;
-}
-
-function figures({ rss, heapTotal, heapUsed, external, arrayBuffers }: Measured): GatewayFigures {
+function figures({ rss, heapTotal, heapUsed, external, arrayBuffers }: GatewayMeasured): GatewayFigures {
   return { rss, heapTotal, heapUsed, external, arrayBuffers };
 }
 
-function describe(m: Measured): string {
+function describe(m: GatewayMeasured): string {
   const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MiB`;
   return `RSS ${mib(m.rss)}, heap ${mib(m.heapUsed)} of ${mib(m.heapTotal)}, subscribers ${m.subscribers}`;
 }
 
 /** Raises each of `highest`'s figures to `measured`'s where that is higher. */
-function raise(highest: GatewayFigures, measured: Measured): void {
+function raise(highest: GatewayFigures, measured: GatewayMeasured): void {
   for (const key of Object.keys(highest) as (keyof GatewayFigures)[]) {
     highest[key] = Math.max(highest[key], measured[key]);
   }
