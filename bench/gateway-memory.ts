@@ -158,14 +158,22 @@ async function stallRound(
     }
   })();
 
-  const sentAt = performance.now();
-  await sendOverHttp(ready.url, `${marker} ${randomUUID()}`, target);
-  const events = await withTimeout(reader.received, 'the long answer to reach the reading subscriber', 900_000);
-  // A stalled subscriber that has not reached its buffer's bound is dropped at the stall bound at the latest.
-  const deadline = Date.now() + ready.subscriberStallMs + 60_000;
-  while (droppedSince(last) < sizes.subscribers && Date.now() < deadline) await sleep(SAMPLE_EVERY_MS);
-  const seconds = (performance.now() - sentAt) / 1000;
-  sampling = false;
+  // The sampler's own failure is thrown below; until then it must not end the process as an unhandled rejection
+  // (which would also hide the error of the round that the finally below is cleaning up after).
+  sampler.catch(() => undefined);
+  let events: Awaited<typeof reader.received>;
+  let seconds: number;
+  try {
+    const sentAt = performance.now();
+    await sendOverHttp(ready.url, `${marker} ${randomUUID()}`, target);
+    events = await withTimeout(reader.received, 'the long answer to reach the reading subscriber', 900_000);
+    // A stalled subscriber that has not reached its buffer's bound is dropped at the stall bound at the latest.
+    const deadline = Date.now() + ready.subscriberStallMs + 60_000;
+    while (droppedSince(last) < sizes.subscribers && Date.now() < deadline) await sleep(SAMPLE_EVERY_MS);
+    seconds = (performance.now() - sentAt) / 1000;
+  } finally {
+    sampling = false;
+  }
   await sampler;
 
   const afterDropsMeasure = await measure(true);

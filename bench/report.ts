@@ -55,7 +55,8 @@ export interface BenchResults {
   notifications: NotificationsResult & { floor: FloorIngestCase; paced: NotificationsResult };
   http: HttpResult;
   memory: MemoryResult;
-  gatewayMemory: GatewayMemoryResult;
+  /** `failed`: the benchmark threw (the run goes on; the report says why). */
+  gatewayMemory: GatewayMemoryResult | { failed: string };
   /** Wall time of the whole run. */
   durationSeconds: number;
   /** The options the floor worker shares with Threadline's (bench/floor/world.ts). */
@@ -967,7 +968,10 @@ function memorySection(m: MemoryResult): string[] {
   ];
 }
 
-function gatewayMemorySection(g: GatewayMemoryResult): string[] {
+function gatewayMemorySection(g: GatewayMemoryResult | { failed: string }): string[] {
+  if ('failed' in g) {
+    return ['## (k) Gateway memory with stalled subscribers', '', `**Failed in this run:** ${g.failed}`, ''];
+  }
   const row = (name: string, x: GatewayFigures) =>
     `| ${name} | ${mib(x.rss)} | ${mib(x.heapUsed)} | ${mib(x.heapTotal)} | ${mib(x.external)} | ${mib(x.arrayBuffers)} |`;
   const bound = g.subscribers * g.maxSubscriberBufferBytes;
