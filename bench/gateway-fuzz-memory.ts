@@ -24,7 +24,7 @@ import { requestArbitrary, type FuzzRequest, type FuzzWorld } from '../test/supp
 import { routeModels, type OpenApiDocument } from '../test/support/fuzz/routes';
 import { benchAgent, type BenchEnv } from './env';
 import type { GatewayFigures } from './gateway-memory-process';
-import { startGatewayProcess } from './gateway-process';
+import { figures, startGatewayProcess } from './gateway-process';
 
 export interface GatewayFuzzMemorySizes {
   requests: number;
@@ -101,10 +101,7 @@ export async function benchGatewayFuzzMemory(
   });
   const routesBus = new MemoryBus();
   let routesClient: ThreadlineClient | undefined;
-  const measure = async (gc: boolean): Promise<GatewayFigures> => {
-    const { rss, heapTotal, heapUsed, external, arrayBuffers } = await gateway.measure(gc);
-    return { rss, heapTotal, heapUsed, external, arrayBuffers };
-  };
+  const measure = async (gc: boolean): Promise<GatewayFigures> => figures(await gateway.measure(gc));
   try {
     const auth = { authorization: `Bearer ${keys.all}` };
     const doc = (await (await fetch(`${ready.url}/api/openapi.json`, { headers: auth })).json()) as OpenApiDocument;

@@ -24,7 +24,7 @@ import type { ScriptedReply } from '../test/support/model-server';
 import { withTimeout, type BenchEnv } from './env';
 import { eventsUrl, sendOverHttp, subscribeStamped } from './gateway-bus';
 import type { GatewayFigures } from './gateway-memory-process';
-import { startGatewayProcess, type GatewayMeasured, type GatewayProcess } from './gateway-process';
+import { figures, startGatewayProcess, type GatewayMeasured, type GatewayProcess } from './gateway-process';
 import { summarize, type Summary } from './stats';
 import { mapLimit } from './temporal-helpers';
 
@@ -222,10 +222,6 @@ function stalledSubscriber(url: string): Promise<Socket> {
       else reject(new Error(`Not a stream: ${head.toString('latin1').slice(0, 200)}`));
     });
   });
-}
-
-function figures({ rss, heapTotal, heapUsed, external, arrayBuffers }: GatewayMeasured): GatewayFigures {
-  return { rss, heapTotal, heapUsed, external, arrayBuffers };
 }
 
 function describe(m: GatewayMeasured): string {

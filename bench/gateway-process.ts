@@ -12,11 +12,16 @@ import { RedisBus } from '../bus/redis';
 import { startRedis } from '../test/support/redis';
 import { createWorker, workflowsPath } from '../worker/index';
 import { benchAgent, withTimeout, type BenchEnv } from './env';
-import type { GatewayMemoryReply, GatewayMemoryRequest } from './gateway-memory-process';
+import type { GatewayFigures, GatewayMemoryReply, GatewayMemoryRequest } from './gateway-memory-process';
 import { quiet, replyOf } from './memory';
 
 export type GatewayReady = Extract<GatewayMemoryReply, { type: 'ready' }>;
 export type GatewayMeasured = Extract<GatewayMemoryReply, { type: 'measured' }>;
+
+/** A measurement's memory figures alone (without the subscriber counts). */
+export function figures({ rss, heapTotal, heapUsed, external, arrayBuffers }: GatewayMeasured): GatewayFigures {
+  return { rss, heapTotal, heapUsed, external, arrayBuffers };
+}
 
 export interface GatewayProcessOptions {
   /** Names the task queue (`bench-<name>-<uuid>`). */
@@ -45,8 +50,9 @@ const script = fileURLToPath(new URL('./gateway-memory-process.ts', import.meta.
 export async function startGatewayProcess(env: BenchEnv, options: GatewayProcessOptions): Promise<GatewayProcess> {
   const redis = await startRedis();
   const taskQueue = `bench-${options.name}-${randomUUID()}`;
-  const workerBus = new RedisBus(redis.url);
-  const worker = options.workerInGateway
+  // The worker here, unless it runs in the gateway's process.
+  const workerBus = options.workerInGateway ? undefined : new RedisBus(redis.url);
+  const worker = !workerBus
     ? undefined
     : await createWorker({
         agents: [benchAgent],
@@ -80,7 +86,7 @@ export async function startGatewayProcess(env: BenchEnv, options: GatewayProcess
     process.off('exit', killOnExit);
     await worker?.shutdown().catch(() => undefined);
     await running?.catch(() => undefined);
-    await workerBus.close();
+    await workerBus?.close();
     await redis.stop();
   };
   try {
