@@ -387,35 +387,71 @@ export async function sendOverHttp(gatewayUrl: string, message: string, target: 
 /**
  * Opens an SSE stream (resolving once the response headers arrived: the gateway has subscribed) and reads it,
  * stamping each event on arrival, until `until(event)` says so; then it drops the connection.
+ *
+ * With `resume`, a stream the gateway cuts (it drops a subscriber that falls `maxSubscriberBufferBytes` behind, and
+ * says it can resume) is opened again with `Last-Event-ID`, as a real client does, at most `resume` times; `resumes()`
+ * counts them. Each event must then come once, in order (ids strictly increasing), or `received` rejects.
  */
 export async function subscribeStamped(
   url: string,
-  { lastEventId, until }: { lastEventId?: string; until: (event: ThreadEvent) => boolean },
-): Promise<{ received: Promise<Stamped[]>; close(): void }> {
-  const abort = new AbortController();
-  const response = await fetch(url, {
-    headers: lastEventId ? { 'Last-Event-ID': lastEventId } : {},
-    signal: abort.signal,
-  });
-  if (response.status !== 200 || !response.body) throw new Error(`GET ${url} answered ${response.status}.`);
-  const body = response.body;
+  { lastEventId, until, resume = 0 }: { lastEventId?: string; until: (event: ThreadEvent) => boolean; resume?: number },
+): Promise<{ received: Promise<Stamped[]>; resumes(): number; close(): void }> {
+  let abort = new AbortController();
+  let closed = false;
+  let resumes = 0;
+  const open = async (from: string | undefined) => {
+    abort = new AbortController();
+    const response = await fetch(url, { headers: from ? { 'Last-Event-ID': from } : {}, signal: abort.signal });
+    if (response.status !== 200 || !response.body) throw new Error(`GET ${url} answered ${response.status}.`);
+    return response.body;
+  };
+  let body = await open(lastEventId);
   const received = (async () => {
     const stamped: Stamped[] = [];
     try {
-      for await (const item of parseSse(body)) {
-        if (item.kind !== 'message') continue;
-        const at = performance.now();
-        const event = JSON.parse(item.message.data) as ThreadEvent;
-        stamped.push({ at, event });
-        if (until(event)) return stamped;
+      for (;;) {
+        try {
+          for await (const item of parseSse(body)) {
+            if (item.kind !== 'message') continue;
+            const at = performance.now();
+            const event = JSON.parse(item.message.data) as ThreadEvent;
+            const before = stamped.at(-1)?.event.id;
+            if (before !== undefined && compareIds(event.id, before) <= 0) {
+              throw new Error(`Event ${event.id} came after ${before}: a duplicate or out of order.`);
+            }
+            stamped.push({ at, event });
+            if (until(event)) return stamped;
+          }
+          throw new Error(`The SSE stream ended after ${stamped.length} events.`);
+        } catch (err) {
+          if (closed || resumes >= resume || (err as Error).message.includes('a duplicate or out of order')) throw err;
+          resumes += 1;
+          body = await open(stamped.at(-1)?.event.id ?? lastEventId);
+        }
       }
-      throw new Error(`The SSE stream ended after ${stamped.length} events.`);
     } finally {
       abort.abort();
     }
   })();
   received.catch(() => undefined); // awaited by the caller; a sample that is abandoned must not crash the bench
-  return { received, close: () => abort.abort() };
+  return {
+    received,
+    resumes: () => resumes,
+    close: () => {
+      closed = true;
+      abort.abort();
+    },
+  };
+}
+
+/** Event ids of either bus: the memory bus's counter (`"42"`) or a Redis stream id (`"1718000000000-3"`). */
+function compareIds(a: string, b: string): number {
+  const [x, y] = [a, b].map((id) => id.split('-').map(BigInt));
+  for (let i = 0; i < 2; i++) {
+    const d = (x![i] ?? 0n) - (y![i] ?? 0n);
+    if (d !== 0n) return d > 0n ? 1 : -1;
+  }
+  return 0;
 }
 
 export function firstOf(events: Stamped[], type: ThreadEvent['type']): Stamped {
