@@ -1,14 +1,15 @@
 /**
  * A Threadline worker as a process of its own, for bench/memory.ts: the RSS it reports is the worker's alone. It
- * runs `createWorker` as the bench does (in-process bus, the bench agent, the scripted model), with the workflow
- * cache sized by the parent (once it is full, the worker evicts the least recently used workflow for each new one),
+ * runs `createWorker` with the bench agent and the scripted model, on the Redis bus when `REDIS_URL` is set (as a
+ * production worker does: the bus's events then live in Redis) or else on an in-process bus (as `npm start`, where the
+ * bus's retained events live in this process), with the workflow cache sized by the parent (once it is full, the worker evicts the least recently used workflow for each new one),
  * and answers the parent's messages (IPC):
  *
  *   { type: 'measure' }  → { type: 'measured', cached, busy, …WorkerMemory } after two full GCs
  *   { type: 'exit' }     → shuts down and exits
  *
  * Settings (environment): TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE, MODEL_URL, WORKFLOW_BUNDLE (a bundle's code file),
- * MAX_CACHED_WORKFLOWS. Run with `--expose-gc`; bench/memory.ts runs several side by side, each with its own malloc
+ * MAX_CACHED_WORKFLOWS, REDIS_URL (optional). Run with `--expose-gc`; bench/memory.ts runs several side by side, each with its own malloc
  * settings (MALLOC_ARENA_MAX, LD_PRELOAD of jemalloc…) in its environment.
  */
 import { readFileSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import v8 from 'node:v8';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { MemoryBus } from '../bus/memory';
+import { RedisBus } from '../bus/redis';
 import { createWorker, type ThreadlineWorker } from '../worker/index';
 import { benchAgent } from './agent';
 
@@ -60,7 +62,7 @@ Runtime.install({
 
 const worker: ThreadlineWorker = await createWorker({
   agents: [benchAgent],
-  bus: new MemoryBus(),
+  bus: process.env.REDIS_URL ? new RedisBus(process.env.REDIS_URL) : new MemoryBus(),
   address: required('TEMPORAL_ADDRESS'),
   taskQueue: required('TEMPORAL_TASK_QUEUE'),
   models: { openaiBaseUrl: required('MODEL_URL'), openaiApiKey: 'bench' },

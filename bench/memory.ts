@@ -22,7 +22,9 @@ import { MemoryBus } from '../bus/memory';
 import { connect } from '../client/connect';
 import { workflowsPath } from '../worker/index';
 import { benchAgent, withTimeout, type BenchEnv } from './env';
+import { linearFit } from './stats';
 import { mapLimit } from './temporal-helpers';
+import { startRedis } from '../test/support/redis';
 import type { MemoryWorkerReply, MemoryWorkerRequest, WorkerMemory } from './memory-worker';
 
 export interface MemorySizes {
@@ -34,25 +36,35 @@ export interface MemorySizes {
   concurrency: number;
 }
 
-/** A malloc configuration a memory worker runs with: environment variables set on its process. */
+/**
+ * A configuration a memory worker runs with: environment variables set on its process (malloc's), and its bus: Redis,
+ * as a production worker (the events the bus retains per thread live in Redis), or in-process, as `npm start` (they
+ * live in the worker's own process, each thread's until its stream has been idle for the bus's retention).
+ */
 export interface MallocConfig {
   name: string;
   env: Record<string, string>;
+  bus: 'redis' | 'memory';
 }
 
 /** Where Debian and Ubuntu put jemalloc (`apt-get install libjemalloc2`). */
 const jemallocPaths = ['/usr/lib/x86_64-linux-gnu/libjemalloc.so.2', '/usr/lib/aarch64-linux-gnu/libjemalloc.so.2'];
 
-/** The configurations measured side by side: glibc as it comes, glibc with fewer arenas and an eager trim, jemalloc. */
+/**
+ * The configurations measured side by side, on Redis: glibc as it comes, glibc with fewer arenas and an eager trim,
+ * jemalloc; and glibc as it comes on the in-process bus, to show what that bus keeps per idle thread.
+ */
 export function mallocConfigs(): MallocConfig[] {
   const jemalloc = jemallocPaths.find((file) => existsSync(file));
   return [
-    { name: 'glibc malloc (default)', env: {} },
+    { name: primaryMallocConfig, env: {}, bus: 'redis' },
     {
       name: 'glibc, MALLOC_ARENA_MAX=2, MALLOC_TRIM_THRESHOLD_=128 KiB',
       env: { MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '131072' },
+      bus: 'redis',
     },
-    ...(jemalloc ? [{ name: 'jemalloc (LD_PRELOAD)', env: { LD_PRELOAD: jemalloc } }] : []),
+    ...(jemalloc ? [{ name: 'jemalloc (LD_PRELOAD)', env: { LD_PRELOAD: jemalloc }, bus: 'redis' as const }] : []),
+    { name: inProcessBusConfig, env: {}, bus: 'memory' },
   ];
 }
 
@@ -86,7 +98,27 @@ export interface ConfigMemory {
   rssPerCachedThread: number;
   /** Each stage after the first against the one before: a plateau falls toward 0, a leak stays level. */
   steps: EvictionStep[];
+  /** RSS and V8 heap per evicted thread over the settled stages, as a least-squares slope (null: too few stages). */
+  evictedSlope: EvictedSlope | null;
   failed: number;
+}
+
+/**
+ * What each evicted idle thread costs once the allocator has reached its plateau: the least-squares slope of a figure
+ * against the threads evicted so far, over every snapshot from the end of the first eviction stage on (that stage is
+ * the climb to the plateau: docs/limits.md, worker memory). One stage's difference carries the whole of one
+ * measurement's noise (RSS moves by 10–20 MiB between snapshots on this machine); the slope over several stages
+ * spreads it over every thread evicted since, and its standard error says how far to trust it.
+ */
+export interface EvictedSlope {
+  /** Threads evicted at the first and the last snapshot fitted, and how many snapshots. */
+  fromEvicted: number;
+  toEvicted: number;
+  points: number;
+  rss: number;
+  rssStandardError: number;
+  heapUsed: number;
+  heapStandardError: number;
 }
 
 export interface MemoryResult {
@@ -98,8 +130,10 @@ export interface MemoryResult {
   /** The configuration `npm start` runs with; the figures below are its. */
   primary: string;
   rssPerCachedThread: number;
-  /** RSS per evicted idle thread over the last stage (after churn), of the primary configuration. */
+  /** RSS per evicted idle thread (the slope over the settled stages; else the last stage), of the primary configuration. */
   rssPerEvictedThread: number;
+  /** Its standard error (0 when there is no slope). */
+  rssPerEvictedThreadStandardError: number;
   heapPerEvictedThread: number;
   /** Threads created per second, all workers together. */
   createdPerSecond: number;
@@ -114,6 +148,7 @@ export async function benchMemory(
   primary = primaryMallocConfig,
 ): Promise<MemoryResult> {
   const configs = mallocConfigs();
+  const redis = configs.some((c) => c.bus === 'redis') ? await startRedis() : undefined;
   const dir = await mkdtemp(path.join(os.tmpdir(), 'threadline-bench-memory-'));
   const bundlePath = path.join(dir, 'workflows.js');
   const { code } = await bundleWorkflowCode({ workflowsPath, logger: quiet });
@@ -127,6 +162,7 @@ export async function benchMemory(
         TEMPORAL_ADDRESS: env.address,
         TEMPORAL_TASK_QUEUE: taskQueue,
         MODEL_URL: env.modelUrl,
+        ...(config.bus === 'redis' && { REDIS_URL: redis!.url }),
         WORKFLOW_BUNDLE: bundlePath,
         MAX_CACHED_WORKFLOWS: String(cacheSize),
       },
@@ -183,6 +219,7 @@ export async function benchMemory(
     const results = workers.map(({ config, snapshots, failed }) => figures(config, snapshots, failed));
     const main = results.find((r) => r.name === primary) ?? results[0]!;
     const last = main.steps.at(-1);
+    const slope = main.evictedSlope;
     return {
       cacheSize: ready[0]!.type === 'ready' ? ready[0]!.maxCachedWorkflows : cacheSize,
       threadlineCacheSize: env.maxCachedWorkflows,
@@ -190,8 +227,9 @@ export async function benchMemory(
       configs: results,
       primary: main.name,
       rssPerCachedThread: main.rssPerCachedThread,
-      rssPerEvictedThread: last?.rss ?? 0,
-      heapPerEvictedThread: last?.heapUsed ?? 0,
+      rssPerEvictedThread: slope ? slope.rss : (last?.rss ?? 0),
+      rssPerEvictedThreadStandardError: slope ? slope.rssStandardError : 0,
+      heapPerEvictedThread: slope ? slope.heapUsed : (last?.heapUsed ?? 0),
       createdPerSecond: Math.round(((created * workers.length) / creatingMs) * 100_000) / 100,
     };
   } finally {
@@ -202,11 +240,14 @@ export async function benchMemory(
     for (const { child } of workers) child.kill('SIGKILL');
     process.off('exit', killOnExit);
     await rm(dir, { recursive: true, force: true });
+    await redis?.stop();
   }
 }
 
-/** The malloc configuration of `npm start`, whose figures go to target 9 (docs/limits.md, worker memory). */
+/** The malloc configuration of `npm start` on the production bus, whose figures go to target 9 (docs/limits.md). */
 export const primaryMallocConfig = 'glibc malloc (default)';
+/** The same worker on the in-process bus, as `npm start` runs it. */
+export const inProcessBusConfig = 'glibc malloc (default), in-process bus';
 
 function figures(config: MallocConfig, snapshots: MemorySnapshot[], failed: number): ConfigMemory {
   const [start, first] = snapshots as [MemorySnapshot, MemorySnapshot];
@@ -231,7 +272,31 @@ function figures(config: MallocConfig, snapshots: MemorySnapshot[], failed: numb
     snapshots,
     rssPerCachedThread: Math.round((first.rss - start.rss) / Math.max(1, first.cached - start.cached)),
     steps,
+    evictedSlope: evictedSlope(snapshots.slice(2)),
     failed,
+  };
+}
+
+/** The least-squares slopes of RSS and V8 heap against threads evicted (created − cached) over `settled`. */
+export function evictedSlope(settled: MemorySnapshot[]): EvictedSlope | null {
+  const xs = settled.map((s) => s.threads - s.cached);
+  if (settled.length < 3 || new Set(xs).size < 2) return null;
+  const rss = linearFit(
+    xs,
+    settled.map((s) => s.rss),
+  );
+  const heap = linearFit(
+    xs,
+    settled.map((s) => s.heapUsed),
+  );
+  return {
+    fromEvicted: xs[0]!,
+    toEvicted: xs.at(-1)!,
+    points: settled.length,
+    rss: Math.round(rss.slope),
+    rssStandardError: Math.round(rss.standardError),
+    heapUsed: Math.round(heap.slope),
+    heapStandardError: Math.round(heap.standardError),
   };
 }
 

@@ -959,10 +959,25 @@ function memorySection(m: MemoryResult): string[] {
     `| --- | ---: | ${stepHeads.map(() => '---:').join(' | ')} | ---: |`,
     ...steps,
     '',
+    'Per evicted idle thread once the plateau is reached: the least-squares slope of RSS (and of the V8 heap used) ' +
+      'against the threads evicted so far, over every measurement from the end of the first eviction stage on (that ' +
+      "stage is the allocator's climb to its plateau), ± its standard error. One stage's difference carries a whole " +
+      "measurement's noise; the slope spreads it over every thread evicted since.",
+    '',
+    '| configuration | fitted over (threads evicted) | RSS per evicted thread | V8 heap per evicted thread |',
+    '| --- | --- | ---: | ---: |',
+    ...m.configs.map((c) => {
+      const x = c.evictedSlope;
+      return x
+        ? `| ${c.name} | ${int(x.fromEvicted)} → ${int(x.toEvicted)} (${x.points} measurements) | ` +
+            `${int(x.rss)} ± ${int(x.rssStandardError)} | ${int(x.heapUsed)} ± ${int(x.heapStandardError)} |`
+        : `| ${c.name} | too few stages | | |`;
+    }),
+    '',
     `\`npm start\` runs with ${m.primary} (the Docker image sets \`MALLOC_ARENA_MAX=2\` and ` +
-      `\`MALLOC_TRIM_THRESHOLD_=131072\`): **${int(m.rssPerEvictedThread)} bytes** per evicted idle thread over the ` +
-      `last stage (V8 heap ${int(m.heapPerEvictedThread)}), ${int(m.rssPerCachedThread)} per cached one. Threads ` +
-      `created at ${m.createdPerSecond.toFixed(1)}/s, all workers together. docs/limits.md ` +
+      `\`MALLOC_TRIM_THRESHOLD_=131072\`): **${int(m.rssPerEvictedThread)} ± ${int(m.rssPerEvictedThreadStandardError)} ` +
+      `bytes** per evicted idle thread (V8 heap ${int(m.heapPerEvictedThread)}), ${int(m.rssPerCachedThread)} per ` +
+      `cached one. Threads created at ${m.createdPerSecond.toFixed(1)}/s, all workers together. docs/limits.md ` +
       '(worker memory) explains the figures.',
     '',
   ];
@@ -981,7 +996,9 @@ function gatewayMemorySection(g: GatewayMemoryResult | { failed: string }): stri
     '',
     `A gateway in a process of its own (bench/gateway-memory-process.ts) on Redis, default settings. Each round, ` +
       `${int(g.subscribers)} SSE subscribers of one thread read their response head and never read again, while a ` +
-      `${int(g.chunks)}-chunk answer streams to that thread and one more subscriber reads it all. Each stalled ` +
+      `${int(g.chunks)}-chunk answer streams to that thread and one more subscriber reads it all (in the bench's ` +
+      'process; if the gateway drops it as slow, it resumes with `Last-Event-ID` as a client does, counted below). ' +
+      'Each stalled ' +
       `subscriber may make the gateway hold ${mib(g.maxSubscriberBufferBytes)} of events ` +
       '(`THREADLINE_MAX_SUBSCRIBER_BUFFER_BYTES`) before it is dropped, or is dropped after ' +
       `${sec(g.subscriberStallMs)} s without progress (\`THREADLINE_SUBSCRIBER_STALL_MS\`): ${mib(bound)} in all. ` +
@@ -1001,12 +1018,12 @@ function gatewayMemorySection(g: GatewayMemoryResult | { failed: string }): stri
       row(`round ${i + 1}: 30 s later`, r.afterIdle),
     ]),
     '',
-    '| round | dropped: buffer full | dropped: stalled | not dropped | answer | send → last drop | `GET /health` meanwhile p50 / p90 / max |',
-    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| round | dropped: buffer full | dropped: stalled | not dropped | reader resumed | answer | send → last drop | `GET /health` meanwhile p50 / p90 / max |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...g.rounds.map(
       (r, i) =>
         `| ${i + 1} | ${int(r.dropped.bufferFull)} | ${int(r.dropped.stalled)} | ${int(r.notDropped)} | ` +
-        `${int(r.answerEvents)} events, ${mib(r.answerBytes)} | ${r.seconds.toFixed(1)} s | ` +
+        `${int(r.readerResumes ?? 0)} | ${int(r.answerEvents)} events, ${mib(r.answerBytes)} | ${r.seconds.toFixed(1)} s | ` +
         `${ms(r.healthMs.p50)} / ${ms(r.healthMs.p90)} / ${ms(r.healthMs.max)} ms |`,
     ),
     '',

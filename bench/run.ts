@@ -57,7 +57,7 @@ const sizes = quick
       },
       pacedNotifications: { notifications: 300, threads: 10, ratePerSecond: 46.5 },
       http: { latency: { samples: 10, warmup: 2 }, ingest: { threads: 50, signals: 100, concurrency: 32 } },
-      memory: { cacheSize: 100, stages: [100, 400, 1_000], concurrency: 32 },
+      memory: { cacheSize: 100, stages: [100, 400, 700, 1_000], concurrency: 32 },
       gatewayMemory: { subscribers: 100, chunks: 8_000, rounds: 1 },
     }
   : {
@@ -90,7 +90,7 @@ const sizes = quick
       },
       pacedNotifications: { notifications: 2_000, threads: 100, ratePerSecond: 46.5 },
       http: { latency: { samples: 100, warmup: 5 }, ingest: { threads: 500, signals: 1_000, concurrency: 32 } },
-      memory: { cacheSize: 500, stages: [500, 1_500, 3_000, 5_000], concurrency: 32 },
+      memory: { cacheSize: 500, stages: [500, 1_500, 4_000, 7_000, 10_000], concurrency: 32 },
       gatewayMemory: { subscribers: 1_000, chunks: 8_000, rounds: 2 },
     };
 const reportPath = fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url));

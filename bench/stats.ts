@@ -1,5 +1,6 @@
 /**
- * Percentiles for latency samples (nearest-rank: the p-th percentile is a value that was actually measured).
+ * Percentiles for latency samples (nearest-rank: the p-th percentile is a value that was actually measured), and a
+ * least-squares line for a figure that should grow linearly (or not at all) with a count.
  */
 
 export interface Summary {
@@ -35,4 +36,24 @@ export function summarize(samples: readonly number[]): Summary {
 /** One summary per named field of the samples, e.g. the segments of a latency. */
 export function summarizeEach<N extends string>(names: readonly N[], samples: Record<N, number>[]): Record<N, Summary> {
   return Object.fromEntries(names.map((name) => [name, summarize(samples.map((s) => s[name]))])) as Record<N, Summary>;
+}
+
+/** A least-squares line through (xs, ys): its slope and the slope's standard error (needs 3 points or more for one). */
+export interface LinearFit {
+  slope: number;
+  standardError: number;
+}
+
+export function linearFit(xs: readonly number[], ys: readonly number[]): LinearFit {
+  const n = xs.length;
+  if (n !== ys.length || n < 2)
+    throw new Error(`A line needs two points or more, as many xs as ys (${n}, ${ys.length}).`);
+  const mean = (v: readonly number[]) => v.reduce((a, b) => a + b, 0) / n;
+  const [mx, my] = [mean(xs), mean(ys)];
+  const sxx = xs.reduce((a, x) => a + (x - mx) ** 2, 0);
+  if (sxx === 0) throw new Error('A line needs two different xs.');
+  const slope = xs.reduce((a, x, i) => a + (x - mx) * (ys[i]! - my), 0) / sxx;
+  if (n === 2) return { slope, standardError: NaN };
+  const residuals = xs.reduce((a, x, i) => a + (ys[i]! - my - slope * (x - mx)) ** 2, 0);
+  return { slope, standardError: Math.sqrt(residuals / (n - 2) / sxx) };
 }

@@ -36,7 +36,7 @@ export interface TargetInputs {
   };
   history: { eventsPerTurn: number[][]; bytesPerTurn: number[][]; largestInputPerTurn: number[][] };
   notifications: NotificationFigures & { floor: FloorFigures; paced: NotificationFigures };
-  memory: { rssPerEvictedThread: number; rssPerCachedThread: number };
+  memory: { rssPerEvictedThread: number; rssPerEvictedThreadStandardError: number; rssPerCachedThread: number };
   http: {
     newThread: { inProcess: Pcts; gateway: Pcts };
     idleThread: { inProcess: Pcts; gateway: Pcts };
@@ -357,7 +357,7 @@ export function evaluateTargets(r: TargetInputs): TargetRow[] {
   add(
     '9',
     'worker RSS per idle thread once evicted',
-    `${f0(m.rssPerEvictedThread)} bytes (cached: ${f0(m.rssPerCachedThread)})`,
+    `${f0(m.rssPerEvictedThread)} ± ${f0(m.rssPerEvictedThreadStandardError)} bytes (slope over the settled stages; cached: ${f0(m.rssPerCachedThread)})`,
     `≤ ${f0(bounds.rssPerEvictedThreadBytes)} bytes`,
     atMost(m.rssPerEvictedThread, bounds.rssPerEvictedThreadBytes),
   );

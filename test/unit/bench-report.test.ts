@@ -68,7 +68,7 @@ function passing(): TargetInputs {
       floor: floor(149),
       paced: notifications(2_000, 46.5, 1_000),
     },
-    memory: { rssPerEvictedThread: 100, rssPerCachedThread: 40_000 },
+    memory: { rssPerEvictedThread: 100, rssPerEvictedThreadStandardError: 400, rssPerCachedThread: 40_000 },
     http: {
       newThread: { inProcess: pcts(40, 60), gateway: pcts(42, 70) },
       idleThread: { inProcess: pcts(20, 50), gateway: pcts(22.5, 60) },
