@@ -6,6 +6,7 @@
  * and answers the parent's messages (IPC):
  *
  *   { type: 'measure' }  → { type: 'measured', cached, busy, …WorkerMemory } after two full GCs
+ *   { type: 'snapshot', path } → { type: 'snapshot-written', path } (a V8 heap snapshot after a full GC)
  *   { type: 'exit' }     → shuts down and exits
  *
  * Settings (environment): TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE, MODEL_URL, WORKFLOW_BUNDLE (a bundle's code file),
@@ -14,16 +15,18 @@
  */
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import v8 from 'node:v8';
+import v8, { writeHeapSnapshot } from 'node:v8';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { MemoryBus } from '../bus/memory';
 import { RedisBus } from '../bus/redis';
 import { createWorker, type ThreadlineWorker } from '../worker/index';
 import { benchAgent } from './agent';
 
-export type MemoryWorkerRequest = { type: 'measure' } | { type: 'exit' };
+export type MemoryWorkerRequest = { type: 'measure' } | { type: 'snapshot'; path: string } | { type: 'exit' };
 export type MemoryWorkerReply =
-  { type: 'ready'; maxCachedWorkflows: number } | ({ type: 'measured'; cached: number; busy: number } & WorkerMemory);
+  | { type: 'ready'; maxCachedWorkflows: number }
+  | ({ type: 'measured'; cached: number; busy: number } & WorkerMemory)
+  | { type: 'snapshot-written'; path: string };
 
 /** One process's memory, after two full GCs. */
 export interface WorkerMemory {
@@ -108,6 +111,10 @@ function rssAnon(): number {
 process.on('message', (request: MemoryWorkerRequest) => {
   void (async () => {
     if (request.type === 'measure') send(await measure());
+    if (request.type === 'snapshot') {
+      gc!();
+      send({ type: 'snapshot-written', path: writeHeapSnapshot(request.path) });
+    }
     if (request.type === 'exit') {
       await worker.shutdown();
       await running.catch(() => undefined);

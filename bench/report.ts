@@ -936,8 +936,9 @@ function memorySection(m: MemoryResult): string[] {
   return [
     '## (j) Worker memory with idle threads',
     '',
-    `Threadline workers in processes of their own (bench/memory-worker.ts), side by side in one run, one per malloc ` +
-      `configuration, each with its own task queue and a workflow cache of ${int(m.cacheSize)} workflows (the ` +
+    `Threadline workers in processes of their own (bench/memory-worker.ts), side by side in one run, one per ` +
+      `configuration (each malloc configuration on the Redis bus, as production workers run, and glibc's default on ` +
+      `the in-process bus, as \`npm start\` runs), each with its own task queue and a workflow cache of ${int(m.cacheSize)} workflows (the ` +
       `bench's worker runs with ${int(m.threadlineCacheSize)}, the SDK's default for its heap). Threads are created ` +
       'with one persist-only signal each (no run) and left idle, the same number in each worker; each measurement ' +
       "waits until the worker has caught up and runs two full GCs. Once a worker's cache is full it evicts the least " +
@@ -974,10 +975,13 @@ function memorySection(m: MemoryResult): string[] {
         : `| ${c.name} | too few stages | | |`;
     }),
     '',
-    `\`npm start\` runs with ${m.primary} (the Docker image sets \`MALLOC_ARENA_MAX=2\` and ` +
-      `\`MALLOC_TRIM_THRESHOLD_=131072\`): **${int(m.rssPerEvictedThread)} ± ${int(m.rssPerEvictedThreadStandardError)} ` +
-      `bytes** per evicted idle thread (V8 heap ${int(m.heapPerEvictedThread)}), ${int(m.rssPerCachedThread)} per ` +
-      `cached one. Threads created at ${m.createdPerSecond.toFixed(1)}/s, all workers together. docs/limits.md ` +
+    `Target 9 reads ${m.primary} on Redis, a production worker (\`npm start\` uses glibc's defaults too; the ` +
+      `Docker image sets \`MALLOC_ARENA_MAX=2\` and \`MALLOC_TRIM_THRESHOLD_=131072\`): ` +
+      `**${int(m.rssPerEvictedThread)} ± ${int(m.rssPerEvictedThreadStandardError)} bytes** per evicted idle thread ` +
+      `(V8 heap ${int(m.heapPerEvictedThread)}), ${int(m.rssPerCachedThread)} per cached one. The in-process bus row ` +
+      "is the same worker as `npm start` runs it: that bus keeps each thread's recent events in the process until " +
+      `the thread's stream has been idle for its retention. Threads created at ${m.createdPerSecond.toFixed(1)}/s, ` +
+      'all workers together. docs/limits.md ' +
       '(worker memory) explains the figures.',
     '',
   ];

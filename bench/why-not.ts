@@ -23,7 +23,7 @@ export interface WhyNotInputs {
   };
   history: { laterTurnTypes: string[] };
   notifications: NotificationCaseFigures & { floor: { eventsPerInput: number }; paced: NotificationCaseFigures };
-  memory: { rssPerEvictedThread: number; heapPerEvictedThread: number };
+  memory: { rssPerEvictedThread: number; rssPerEvictedThreadStandardError?: number; heapPerEvictedThread: number };
   http: Record<'newThread' | 'idleThread', Record<'gateway' | 'gatewayLocalClient', { p50: number }>>;
 }
 
@@ -176,7 +176,8 @@ export function whyNot(rows: TargetRow[], r: WhyNotInputs): WhyNot[] {
   explain(['9'], () => {
     const m = r.memory;
     return (
-      `Of the ${f0(m.rssPerEvictedThread)} bytes of RSS per evicted thread, the V8 heap holds ${f0(m.heapPerEvictedThread)}: ` +
+      `Of the ${f0(m.rssPerEvictedThread)} ± ${f0(m.rssPerEvictedThreadStandardError ?? 0)} bytes of RSS per evicted ` +
+      `thread (the slope over the settled stages, ± its standard error), the V8 heap holds ${f0(m.heapPerEvictedThread)}: ` +
       `the rest is native memory outside V8 (see (j) and docs/limits.md, worker memory).`
     );
   });
