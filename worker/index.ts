@@ -20,6 +20,7 @@ import { summarizeAgents } from '../agents/summary';
 import type { AgentSummary } from '../protocol/api';
 import { definitions } from '../config/definitions';
 import { DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, DEFAULT_TEMPORAL_ADDRESS } from '../config/settings';
+import { wholeNumber, type ValueType } from '../config/types';
 import { logger } from '../observability';
 import { currentTracing, type Tracing } from '../observability/tracing';
 import { checkSearchAttributes } from './search-attributes';
@@ -56,11 +57,12 @@ export interface CreateWorkerOptions {
    * bundle needs `workflowInterceptorModules: tracingWorkflowModules` for its workflow spans.
    */
   workflowBundle?: WorkerOptions['workflowBundle'];
-  /** How long shutdown waits for in-flight activities before handing them back (default 10 s). */
+  /** How long shutdown waits for in-flight activities before handing them back (default 10 s; a whole number ≥ 0). */
   shutdownGraceTimeMs?: number;
   /**
    * How long a cached thread's next workflow task waits on this worker's sticky queue before any worker may take it
-   * (`THREADLINE_STICKY_QUEUE_TIMEOUT_MS`, default 10 s).
+   * (`THREADLINE_STICKY_QUEUE_TIMEOUT_MS`, default 10 s; a whole number ≥ 1,000, else `createWorker` throws before
+   * connecting).
    */
   stickyQueueTimeoutMs?: number;
   /**
@@ -80,6 +82,7 @@ export interface ThreadlineWorker {
 }
 
 export async function createWorker(options: CreateWorkerOptions): Promise<ThreadlineWorker> {
+  checkDurations(options);
   const agents = new AgentRegistry(options.agents);
   const modelSettings = options.models ?? {};
   const models = new ModelResolver(modelSettings);
@@ -206,3 +209,16 @@ function announceAgents(bus: EventBus, summaries: AgentSummary[]): { stop(): voi
 }
 
 export { defineAgent, type AgentDefinition, type AgentTool, type ToolContext } from '../agents/agent';
+
+/**
+ * The durations a caller passes in milliseconds, checked before anything is connected, by the same rules as their
+ * environment variables (the sticky timeout at least 1,000, as THREADLINE_STICKY_QUEUE_TIMEOUT_MS): the SDK would take a
+ * fraction, a negative or a sticky timeout under a second and fail later, or behave oddly.
+ */
+function checkDurations({ stickyQueueTimeoutMs, shutdownGraceTimeMs }: CreateWorkerOptions): void {
+  const check = (name: string, value: number | undefined, type: ValueType<number>) => {
+    if (value !== undefined) type.parse(String(value), { name: `createWorker's ${name}`, shown: String(value) });
+  };
+  check('stickyQueueTimeoutMs', stickyQueueTimeoutMs, definitions.stickyQueueTimeoutMs.type);
+  check('shutdownGraceTimeMs', shutdownGraceTimeMs, wholeNumber(0));
+}

@@ -1,6 +1,7 @@
 /**
  * What `createWorker` asks Temporal for, from the settings: the sticky queue's timeout (THREADLINE_STICKY_QUEUE_TIMEOUT_MS,
- * docs/performance.md: 3 s made a busy worker's tasks time out and move; 10 s, Temporal's default, is the default).
+ * docs/performance.md: 3 s made a busy worker's tasks time out and move; 10 s, Temporal's default, is the default);
+ * and the durations it refuses when passed in code, by the same rules.
  */
 import { randomUUID } from 'node:crypto';
 import { NativeConnection } from '@temporalio/worker';
@@ -53,6 +54,22 @@ describe('createWorker from the settings', () => {
     );
     expect(readSettings({ THREADLINE_STICKY_QUEUE_TIMEOUT_MS: 'x' }, 'gateway').worker.stickyQueueTimeoutMs).toBe(
       10_000,
+    );
+  });
+
+  it('refuses a bad duration passed to createWorker before it connects to anything, naming the option', async () => {
+    // Nothing listens on port 1: a check made after connecting would fail with a connection error instead.
+    const make = (options: { stickyQueueTimeoutMs?: number; shutdownGraceTimeMs?: number }) =>
+      createWorker({ agents: [adminAgent], bus, address: '127.0.0.1:1', ...options });
+    await expect(make({ stickyQueueTimeoutMs: 500 })).rejects.toThrow(
+      "createWorker's stickyQueueTimeoutMs must be at least 1000, got 500.",
+    );
+    await expect(make({ stickyQueueTimeoutMs: 1500.5 })).rejects.toThrow(
+      "createWorker's stickyQueueTimeoutMs must be a whole number of at least 1000, got 1500.5.",
+    );
+    await expect(make({ stickyQueueTimeoutMs: Number.NaN })).rejects.toThrow(/stickyQueueTimeoutMs must be a whole/);
+    await expect(make({ shutdownGraceTimeMs: -1 })).rejects.toThrow(
+      "createWorker's shutdownGraceTimeMs must be at least 0, got -1.",
     );
   });
 });
