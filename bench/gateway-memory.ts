@@ -140,8 +140,9 @@ async function stallRound(
   const connectedMeasure = await measure(true);
   progress(`    connected: ${describe(connectedMeasure)}`);
   const droppedBefore = connectedMeasure.dropped;
-  // The reader shares the bench's process with the worker's step; if it falls a buffer's bound behind, the gateway
-  // drops it like any slow subscriber, and it resumes with Last-Event-ID as a client does (counted, not hidden).
+  // Under this load even a reading subscriber's queue in the gateway can pass its bound (it did once in a full run, the
+  // gateway at 100 % CPU): the gateway drops it as it drops any, and it resumes with Last-Event-ID as a client does
+  // (counted, not hidden).
   const reader = await subscribeStamped(url, { until: (e) => e.type === 'finish', resume: READER_RESUMES });
   // Drops of stalled subscribers: the gateway's count, less the reader's own (each one it resumed from).
   const droppedSince = (m: GatewayMeasured) =>
