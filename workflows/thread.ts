@@ -117,7 +117,8 @@ function workflowNow(): number {
  * completion command) is issued a few microtasks after the handler returned, and every one queued before this call
  * goes out before the code after it runs. `condition()` evaluates its predicate at once and then only between
  * rounds of microtasks, so a predicate that is false the first time and true after is exactly that barrier. It
- * needs no timer, no command and no workflow task.
+ * needs no timer, no command and no workflow task. Call it from a continuation (after an `await`): called inside the
+ * workflow function itself, the SDK checks conditions again before those microtasks run, and it would not wait.
  */
 function settle(): Promise<void> {
   let asked = false;
@@ -176,7 +177,8 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
 
   // Asked once per agent per execution (a deploy that changes an agent reaches threads at their next execution).
   const profiles = new Map<string, Promise<AgentProfile | null>>();
-  const profileOf = async (agentId: string): Promise<AgentProfile | null> => {
+  // Not `async`: a wrapper would add promises to every workflow task that runs a step (docs/performance.md).
+  const profileOf = (agentId: string): Promise<AgentProfile | null> => {
     // One request per agent, shared by every handler that needs it meanwhile.
     let profile = profiles.get(agentId);
     // The starting client's copy of what the worker announced saves the round trip (this execution only: the next
@@ -213,16 +215,40 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     }
     thread.accept(input);
   };
+  // Update handlers that ran since the main loop last acted, and those still running (one awaits an activity): the
+  // loop lets their answers out before it acts (`settle()`), and skips that round of condition checks when there are
+  // none, as in a task that only completes a step (docs/performance.md).
+  let updatesToSettle = false;
+  let updatesRunning = 0;
+  const updateHandler =
+    <A extends unknown[], R>(handler: (...args: A) => R) =>
+    (...args: A): R => {
+      updatesSeen += 1;
+      updatesToSettle = true;
+      updatesRunning += 1;
+      let result: R;
+      try {
+        result = handler(...args);
+      } catch (err) {
+        updatesRunning -= 1;
+        throw err;
+      }
+      if (!(result instanceof Promise)) {
+        updatesRunning -= 1;
+        return result;
+      }
+      return result.finally(() => {
+        updatesRunning -= 1;
+        updatesToSettle = true;
+      }) as R;
+    };
   setHandler(sendMessageSignal, onSignal('sendMessage'));
   setHandler(queueMessageSignal, onSignal('queueMessage'));
   setHandler(sendSignalSignal, onSignal('sendSignal'));
 
   setHandler(
     submitInputUpdate,
-    (input) => {
-      updatesSeen += 1;
-      return refuseWith(() => thread.accept(input));
-    },
+    updateHandler((input) => refuseWith(() => thread.accept(input))),
     {
       validator: (raw) =>
         refuseWith(() => {
@@ -233,26 +259,17 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
   );
   setHandler(
     abortThreadUpdate,
-    (request) => {
-      updatesSeen += 1;
-      return thread.requestAbort(request?.clearPendingSignals === true);
-    },
+    updateHandler((request) => thread.requestAbort(request?.clearPendingSignals === true)),
     { validator: (request) => refuseWith(() => validateControl(validateAbortRequest, request)) },
   );
   setHandler(
     cancelQueuedUpdate,
-    (request) => {
-      updatesSeen += 1;
-      return { cancelledSignalIds: thread.cancelQueued(request.signalIds) };
-    },
+    updateHandler((request) => ({ cancelledSignalIds: thread.cancelQueued(request.signalIds) })),
     { validator: (request) => refuseWith(() => validateControl(validateCancelQueuedRequest, request)) },
   );
   setHandler(
     approveToolUpdate,
-    (approval) => {
-      updatesSeen += 1;
-      return refuseWith(() => thread.decideApproval(approval));
-    },
+    updateHandler((approval) => refuseWith(() => thread.decideApproval(approval))),
     {
       validator: (raw) =>
         refuseWith(() => {
@@ -279,10 +296,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
   };
   setHandler(
     submitNotificationsUpdate,
-    async (batch) => {
-      updatesSeen += 1;
-      return thread.acceptNotifications(batch, await notificationSettings(batch));
-    },
+    updateHandler(async (batch) => thread.acceptNotifications(batch, await notificationSettings(batch))),
     {
       validator: (raw) =>
         refuseWith(() => {
@@ -310,10 +324,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
   });
   setHandler(
     changeNotificationStatusUpdate,
-    (request) => {
-      updatesSeen += 1;
-      return refuseWith(() => thread.changeNotificationStatus(request));
-    },
+    updateHandler((request) => refuseWith(() => thread.changeNotificationStatus(request))),
     {
       validator: (raw) =>
         refuseWith(() => {
@@ -467,22 +478,38 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
   };
 
   /**
-   * Runs `fn` in a scope that is cancelled as soon as `cancelWhen()` holds (then `onCancel` runs). Resolves once the
-   * scope settled and the watcher is gone, so no condition outlives the work it guards.
+   * Runs `fn` in a scope that is cancelled as soon as `cancelWhen()` holds (then `onCancel` runs). One condition, for
+   * the whole execution, watches every such scope in flight (`cancelWatcher` below): a condition per call cost every
+   * step its promises and, once the step settled, one more round of condition checks (docs/performance.md).
    */
   const cancellable = async <T>(cancelWhen: () => boolean, fn: () => Promise<T>, onCancel?: () => void): Promise<T> => {
-    const scope = new CancellationScope();
-    let settled = false;
-    const watcher = condition(() => settled || cancelWhen()).then(() => {
-      if (settled) return;
-      scope.cancel();
-      onCancel?.();
-    });
+    const watch: Watched = { cancelWhen, scope: new CancellationScope(), onCancel };
+    watched.add(watch);
     try {
-      return await scope.run(fn);
+      return await watch.scope.run(fn);
     } finally {
-      settled = true;
-      await watcher;
+      watched.delete(watch);
+    }
+  };
+  interface Watched {
+    cancelWhen: () => boolean;
+    scope: CancellationScope;
+    onCancel?: () => void;
+  }
+  const watched = new Set<Watched>();
+  const anyDue = (): boolean => {
+    for (const watch of watched) if (watch.cancelWhen()) return true;
+    return false;
+  };
+  const cancelWatcher = async (): Promise<never> => {
+    for (;;) {
+      await condition(anyDue);
+      for (const watch of [...watched]) {
+        if (!watch.cancelWhen()) continue;
+        watched.delete(watch);
+        watch.scope.cancel();
+        watch.onCancel?.();
+      }
     }
   };
 
@@ -609,10 +636,16 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
   void dispatcher().catch((err: unknown) => {
     if (!isCancellation(err)) throw err;
   });
+  void cancelWatcher().catch((err: unknown) => {
+    if (!isCancellation(err)) throw err;
+  });
 
   const ready = () => thread.hasWork() || wantsContinueAsNew();
-  for (;;) {
-    await condition(ready);
+  for (let first = true; ; first = false) {
+    // A condition that already holds costs its promises and resolves at once: later iterations wait only when there is
+    // nothing to do. Not the first: it runs inside the workflow function, where `settle()` is a barrier only after this
+    // wait (see settle()); nor in executions from before `settle()`, which acted after this wait's microtasks.
+    if (first || !settleBeforeActing || !ready()) await condition(ready);
     // Updates answer before the loop acts on them, however sdk-core grouped them. A new worker that takes a thread
     // with its whole history, where no task has completed with a command yet, takes the first task for a "workflow
     // task heartbeat" and runs its `initializeWorkflow` with the current task's updates (sdk-core 1.24,
@@ -620,7 +653,10 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     // before the loop wakes. Replay ends that sequence at the update's sequencing event and hands the updates over in
     // an activation of their own, where the loop wakes after the first: its commands went out between two answers,
     // and the history did not replay (issue #14, test/workflow/updates-on-new-worker.test.ts).
-    if (settleBeforeActing) await settle();
+    if (settleBeforeActing && (updatesToSettle || updatesRunning > 0)) {
+      updatesToSettle = false;
+      await settle();
+    }
     if (wantsContinueAsNew()) break;
     if (!thread.run && thread.startNextQueued()) continue;
     // What the handlers and the last iteration changed, in one upsert (only when a value changed).
