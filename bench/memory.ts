@@ -127,7 +127,7 @@ export interface MemoryResult {
   threadlineCacheSize: number;
   stages: number[];
   configs: ConfigMemory[];
-  /** The configuration `npm start` runs with; the figures below are its. */
+  /** glibc's default malloc on the Redis bus, as a production worker runs; the figures below are its. */
   primary: string;
   rssPerCachedThread: number;
   /** RSS per evicted idle thread (the slope over the settled stages; else the last stage), of the primary configuration. */
