@@ -28,6 +28,8 @@ import { defaultDynamicConfig, startDevServer, type DevServerOptions } from '../
 import { createWorker, workflowsPath, type CreateWorkerOptions } from '../worker/index';
 import { locateTemporalCli } from '../worker/temporal-cli';
 import { createLogger } from '../observability';
+import { summarizeAgents } from '../agents/summary';
+import { serveGateway, type ServedGateway } from '../gateway/serve';
 import { benchAgent } from './agent';
 import { captureWorkerOptions, startFloor, type FloorWorld } from './floor/world';
 
@@ -229,6 +231,11 @@ export const gatewayLogger = createLogger({
 }).child({
   component: 'gateway',
 });
+
+/** A gateway on the bench's client, serving the bench agent on a free loopback port, its request lines to /dev/null. */
+export function serveBenchGateway(env: Pick<BenchEnv, 'client'>): Promise<ServedGateway> {
+  return serveGateway({ client: env.client, agents: summarizeAgents([benchAgent]), port: 0, logger: gatewayLogger });
+}
 
 const noop = () => undefined;
 const quietLogger = { log: noop, trace: noop, debug: noop, info: noop, warn: console.warn, error: console.error };

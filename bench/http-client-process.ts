@@ -3,14 +3,20 @@
  * one that is shares its event loop with the worker's step (a scripted model answers a whole reply in one burst, so
  * the loop is busy until the step is done) and reads the SSE stream only after it. Node's own `http`, no web streams.
  *
- * Reads JSON lines on stdin, one turn each: `{ id, gatewayUrl, agentId, resourceId, threadId, message }`. For each it
- * opens the thread's SSE stream, waits for its headers (the gateway has subscribed), then sends `POST send-message` and
- * times, from just before the POST, the answer and the first `text-delta` frame; it reads on until `finish`, closes,
- * and writes `{ id, answeredMs, firstDeltaMs }` (or `{ id, error }`) as one JSON line on stdout.
+ * Reads JSON lines on stdin, one job each, and answers each with one JSON line on stdout (`{ id, error }` when it
+ * failed):
+ * - a turn, `{ id, gatewayUrl, agentId, resourceId, threadId, message }`: opens the thread's SSE stream, waits for its
+ *   headers (the gateway has subscribed), then sends `POST send-message` and times, from just before the POST, the
+ *   answer and the first `text-delta` frame; it reads on until `finish`, closes, and answers
+ *   `{ id, answeredMs, firstDeltaMs }`;
+ * - an ingest, `{ id, kind: 'ingest', gatewayUrl, agentId, targets, signals, concurrency }`: sends `signals`
+ *   persist-only signals round-robin over `targets` with `POST /api/agents/:agentId/signals`, `concurrency` in flight
+ *   over as many kept-alive connections, and answers `{ id, latencies, failed, firstError, durationMs }`.
  */
-import { request, type IncomingMessage } from 'node:http';
+import { Agent, request, type IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
+import { ingestSignal, persistOnly, runIngest, type IngestRun } from './ingest-loop';
 
 interface Turn {
   id: number;
@@ -38,12 +44,16 @@ function openStream(url: string): Promise<{ response: IncomingMessage; close(): 
   });
 }
 
-function post(url: string, body: unknown): Promise<void> {
+function post(url: string, body: unknown, agent?: Agent): Promise<void> {
   const data = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = request(
       url,
-      { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } },
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) },
+        agent,
+      },
       (response) => {
         let text = '';
         response.setEncoding('utf8');
@@ -108,12 +118,35 @@ async function turn(t: Turn): Promise<{ answeredMs: number; firstDeltaMs: number
   }
 }
 
+interface Ingest {
+  id: number;
+  kind: 'ingest';
+  gatewayUrl: string;
+  agentId: string;
+  targets: { resourceId: string; threadId: string }[];
+  signals: number;
+  concurrency: number;
+}
+
+async function ingest(job: Ingest): Promise<IngestRun> {
+  const agent = new Agent({ keepAlive: true, maxSockets: job.concurrency });
+  const url = `${job.gatewayUrl}/api/agents/${encodeURIComponent(job.agentId)}/signals`;
+  const target = (i: number) => job.targets[i % job.targets.length];
+  try {
+    return await runIngest(job.signals, job.concurrency, (i) =>
+      post(url, { signal: ingestSignal(i), ...target(i), ...persistOnly }, agent),
+    );
+  } finally {
+    agent.destroy();
+  }
+}
+
 for await (const line of createInterface({ input: process.stdin })) {
   if (!line.trim()) continue;
-  const t = JSON.parse(line) as Turn;
-  const answer = await turn(t).then(
-    (times) => ({ id: t.id, ...times }),
-    (err: unknown) => ({ id: t.id, error: (err as Error).message }),
+  const job = JSON.parse(line) as Turn | Ingest;
+  const answer = await ('kind' in job && job.kind === 'ingest' ? ingest(job) : turn(job as Turn)).then(
+    (result) => ({ id: job.id, ...result }),
+    (err: unknown) => ({ id: job.id, error: (err as Error).message }),
   );
   process.stdout.write(`${JSON.stringify(answer)}\n`);
 }

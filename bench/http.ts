@@ -5,26 +5,28 @@
  *    for a new thread and for the idle thread's next turn; the same through the in-process client (`sendMessage`,
  *    `subscribeToThread`). Interleaved per round, the order alternating, each thread settled before its next turn.
  * 2. Ingest: persist-only signals (`ifIdle` and `ifActive` both `persist`) round-robin over fresh threads with a fixed
- *    number in flight, through `POST /api/agents/:agentId/signals` and through the in-process `sendSignal`, each in
- *    two halves run A B B A (each half with half the signals over half the threads, fresh ones).
+ *    number in flight, through `POST /api/agents/:agentId/signals` and through the in-process `sendSignal`, each side
+ *    in two halves run A B C C B A (each half with half the signals over half the threads, fresh ones).
  *
  * The gateway is served in this process on the bench's in-process bus and client (its request lines written as in
- * production, to /dev/null), so the two sides differ only in HTTP, the gateway and SSE. The gateway's latency is timed
- * by two clients: one in a process of its own (bench/http-client-process.ts), as users see it — the targets use it —,
- * and one in this process (undici `fetch`), which shares its event loop with the worker's step: a scripted model
- * answers a whole reply in one burst, and this client reads its socket only once the step's burst is done.
+ * production, to /dev/null), so the sides differ only in HTTP, the gateway and SSE. The gateway is driven by two
+ * clients: one in a process of its own (bench/http-client-process.ts, Node's `http`), as users' are — the targets use
+ * it —, and one in this process (undici `fetch`). The inside one shares this process's event loop and CPU with the
+ * worker and the gateway: during a turn it reads its socket only once the step's burst is done (a scripted model
+ * answers a whole reply at once), and during ingest its own work per request (about 1 ms of CPU, `fetch` and its web
+ * streams, measured with `--cpu-prof`) is taken from the gateway and the worker.
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
-import { summarizeAgents } from '../agents/summary';
-import { serveGateway, type ServedGateway } from '../gateway/serve';
+import type { ServedGateway } from '../gateway/serve';
 import type { ThreadTarget } from '../protocol/schemas';
-import { benchAgent, gatewayLogger, watchTurn, withTimeout, type BenchEnv } from './env';
+import { benchAgent, serveBenchGateway, watchTurn, withTimeout, type BenchEnv } from './env';
 import { eventsUrl, firstOf, freshThread, sendOverHttp, subscribeStamped } from './gateway-bus';
 import { settledHistory } from './history';
+import { ingestSignal, persistOnly, runIngest, type IngestRun } from './ingest-loop';
 import { summarize, type Summary } from './stats';
 
 export interface HttpSizes {
@@ -32,14 +34,12 @@ export interface HttpSizes {
   ingest: { threads: number; signals: number; concurrency: number };
 }
 
-interface Side<T> {
+/** Each figure three ways: the in-process client, and the gateway driven by a client outside and inside this process. */
+interface Sides<T> {
   inProcess: T;
-  /** Through the gateway, timed by a client in a process of its own. */
+  /** Through the gateway, driven and timed by a client in a process of its own (the targets use it). */
   gateway: T;
-}
-
-/** Latency sides: also the gateway timed by a client in the bench's process. */
-interface LatencySide<T> extends Side<T> {
+  /** Through the gateway, driven and timed by a client in the bench's process (undici `fetch`). */
   gatewayLocalClient: T;
 }
 
@@ -55,10 +55,10 @@ export interface HttpResult {
   samples: number;
   warmup: number;
   /** Send → first text-delta at the client, first message to a new thread. */
-  newThread: LatencySide<Summary>;
+  newThread: Sides<Summary>;
   /** Send → first text-delta at the client, the next message once the thread is idle again. */
-  idleThread: LatencySide<Summary>;
-  ingest: { threads: number; concurrency: number } & Side<HttpIngestCase>;
+  idleThread: Sides<Summary>;
+  ingest: { threads: number; concurrency: number } & Sides<HttpIngestCase>;
 }
 
 export async function benchHttp(
@@ -66,18 +66,13 @@ export async function benchHttp(
   sizes: HttpSizes,
   progress: (line: string) => void = () => undefined,
 ): Promise<HttpResult> {
-  const gateway = await serveGateway({
-    client: env.client,
-    agents: summarizeAgents([benchAgent]),
-    port: 0,
-    logger: gatewayLogger,
-  });
+  const gateway = await serveBenchGateway(env);
   const outside = startOutsideClient();
   try {
     progress(`  latency: ${sizes.latency.warmup} warm-up + ${sizes.latency.samples} rounds…`);
-    const newThread: LatencySide<number[]> = { inProcess: [], gateway: [], gatewayLocalClient: [] };
-    const idleThread: LatencySide<number[]> = { inProcess: [], gateway: [], gatewayLocalClient: [] };
-    const turns: Record<keyof LatencySide<unknown>, (t: ThreadTarget) => Promise<number>> = {
+    const newThread: Sides<number[]> = { inProcess: [], gateway: [], gatewayLocalClient: [] };
+    const idleThread: Sides<number[]> = { inProcess: [], gateway: [], gatewayLocalClient: [] };
+    const turns: Record<keyof Sides<unknown>, (t: ThreadTarget) => Promise<number>> = {
       inProcess: (t) => inProcessTurn(env, t),
       gateway: (t) => outside.turn(gateway.url, t),
       gatewayLocalClient: (t) => httpTurn(gateway, t),
@@ -101,24 +96,32 @@ export async function benchHttp(
     const { threads, signals, concurrency } = sizes.ingest;
     progress(`  ingest: ${signals} persist-only signals over ${threads} threads, ${concurrency} in flight, each way…`);
     // In halves, A B B A, so that neither side has the machine's better or worse minutes to itself.
-    const sendInProcess: Sender = (message, target) =>
-      env.agent.sendSignal(message, { ...target, ...persistOnly }).then(() => undefined);
-    const sendViaGateway: Sender = (signal, target) => postSignal(gateway.url, signal, target);
+    const sendInProcess: Sender = (i, target) =>
+      env.agent.sendSignal(ingestSignal(i), { ...target, ...persistOnly }).then(() => undefined);
+    const sendViaGateway: Sender = (i, target) => postSignal(gateway.url, i, target);
     const half = Math.ceil(signals / 2);
-    const runs: Record<'inProcess' | 'gateway', IngestRun[]> = { inProcess: [], gateway: [] };
-    for (const side of ['inProcess', 'gateway', 'gateway', 'inProcess'] as const) {
+    const halfThreads = Math.ceil(threads / 2);
+    const runs: Record<IngestSide, IngestRun[]> = { inProcess: [], gateway: [], gatewayLocalClient: [] };
+    const sides: readonly IngestSide[] = ['inProcess', 'gateway', 'gatewayLocalClient'];
+    for (const side of [...sides, ...[...sides].reverse()]) {
       runs[side].push(
-        await ingest(half, Math.ceil(threads / 2), concurrency, side === 'gateway' ? sendViaGateway : sendInProcess),
+        side === 'gateway'
+          ? await outside.ingest(gateway.url, half, halfThreads, concurrency)
+          : await ingest(half, halfThreads, concurrency, side === 'inProcess' ? sendInProcess : sendViaGateway),
       );
     }
-    const inProcess = combine(runs.inProcess);
-    const viaGateway = combine(runs.gateway);
     return {
       samples: sizes.latency.samples,
       warmup: sizes.latency.warmup,
       newThread: summarizeSides(newThread),
       idleThread: summarizeSides(idleThread),
-      ingest: { threads, concurrency, inProcess, gateway: viaGateway },
+      ingest: {
+        threads,
+        concurrency,
+        inProcess: combine(runs.inProcess),
+        gateway: combine(runs.gateway),
+        gatewayLocalClient: combine(runs.gatewayLocalClient),
+      },
     };
   } finally {
     outside.close();
@@ -126,7 +129,7 @@ export async function benchHttp(
   }
 }
 
-function summarizeSides(x: LatencySide<number[]>): LatencySide<Summary> {
+function summarizeSides(x: Sides<number[]>): Sides<Summary> {
   return {
     inProcess: summarize(x.inProcess),
     gateway: summarize(x.gateway),
@@ -134,11 +137,26 @@ function summarizeSides(x: LatencySide<number[]>): LatencySide<Summary> {
   };
 }
 
-/** The client process of bench/http-client-process.ts: one turn at a time, send → first text-delta in ms. */
-function startOutsideClient(): { turn(gatewayUrl: string, target: ThreadTarget): Promise<number>; close(): void } {
+/** What the client process of bench/http-client-process.ts answers (one JSON line per job). */
+interface OutsideAnswer {
+  id: number;
+  error?: string;
+  /** A turn's answer. */
+  firstDeltaMs?: number;
+}
+
+/**
+ * The client process of bench/http-client-process.ts, one job at a time: a turn (send → first text-delta in ms), or an
+ * ingest run over kept-alive connections.
+ */
+function startOutsideClient(): {
+  turn(gatewayUrl: string, target: ThreadTarget): Promise<number>;
+  ingest(gatewayUrl: string, signals: number, threads: number, concurrency: number): Promise<IngestRun>;
+  close(): void;
+} {
   const script = fileURLToPath(new URL('./http-client-process.ts', import.meta.url));
   const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const waiting = new Map<number, { resolve(ms: number): void; reject(err: Error): void }>();
+  const waiting = new Map<number, { resolve(answer: OutsideAnswer): void; reject(err: Error): void }>();
   let exited: Error | undefined;
   child.on('exit', (code) => {
     exited = new Error(`The HTTP client process exited (${code}).`);
@@ -146,21 +164,32 @@ function startOutsideClient(): { turn(gatewayUrl: string, target: ThreadTarget):
     waiting.clear();
   });
   createInterface({ input: child.stdout }).on('line', (line) => {
-    const answer = JSON.parse(line) as { id: number; firstDeltaMs?: number; error?: string };
+    const answer = JSON.parse(line) as OutsideAnswer;
     const w = waiting.get(answer.id);
     waiting.delete(answer.id);
     if (answer.error !== undefined) w?.reject(new Error(answer.error));
-    else w?.resolve(answer.firstDeltaMs!);
+    else w?.resolve(answer);
   });
   let nextId = 0;
+  const ask = (job: Record<string, unknown>, what: string, timeoutMs?: number): Promise<OutsideAnswer> => {
+    if (exited) return Promise.reject(exited);
+    const id = nextId++;
+    const answer = new Promise<OutsideAnswer>((resolve, reject) => waiting.set(id, { resolve, reject }));
+    child.stdin.write(`${JSON.stringify({ id, ...job })}\n`);
+    return withTimeout(answer, what, timeoutMs);
+  };
   return {
-    turn(gatewayUrl, target) {
-      if (exited) return Promise.reject(exited);
-      const id = nextId++;
-      const answer = new Promise<number>((resolve, reject) => waiting.set(id, { resolve, reject }));
+    async turn(gatewayUrl, target) {
       const message = `http ${randomUUID()}`;
-      child.stdin.write(`${JSON.stringify({ id, gatewayUrl, agentId: benchAgent.id, ...target, message })}\n`);
-      return withTimeout(answer, 'a gateway turn timed by the outside client');
+      const job = { gatewayUrl, agentId: benchAgent.id, ...target, message };
+      return (await ask(job, 'a gateway turn timed by the outside client')).firstDeltaMs!;
+    },
+    async ingest(gatewayUrl, signals, threads, concurrency) {
+      const targets = Array.from({ length: threads }, () => freshThread('http-ingest'));
+      const job = { kind: 'ingest', gatewayUrl, agentId: benchAgent.id, targets, signals, concurrency };
+      const answer = await ask(job, 'an ingest run by the outside client', 600_000);
+      const { latencies, failed, firstError, durationMs } = answer as OutsideAnswer & IngestRun;
+      return reportFailures({ latencies, failed, firstError, durationMs });
     },
     close() {
       child.stdin.end();
@@ -168,8 +197,6 @@ function startOutsideClient(): { turn(gatewayUrl: string, target: ThreadTarget):
     },
   };
 }
-
-const persistOnly = { ifIdle: { behavior: 'persist' }, ifActive: { behavior: 'persist' } } as const;
 
 async function inProcessTurn(env: BenchEnv, target: ThreadTarget): Promise<number> {
   const sub = env.agent.subscribeToThread(target);
@@ -201,51 +228,28 @@ async function httpTurn(gateway: ServedGateway, target: ThreadTarget): Promise<n
   }
 }
 
-type Signal = { type: 'notification'; contents: string; attributes: Record<string, string> };
-
-async function postSignal(gatewayUrl: string, signal: Signal, target: ThreadTarget): Promise<void> {
+async function postSignal(gatewayUrl: string, i: number, target: ThreadTarget): Promise<void> {
   const response = await fetch(`${gatewayUrl}/api/agents/${benchAgent.id}/signals`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ signal, ...target, ...persistOnly }),
+    body: JSON.stringify({ signal: ingestSignal(i), ...target, ...persistOnly }),
   });
   if (response.status !== 200) throw new Error(`signals answered ${response.status}: ${await response.text()}`);
   await response.json();
 }
 
-type Sender = (signal: Signal, target: ThreadTarget) => Promise<void>;
+type Sender = (i: number, target: ThreadTarget) => Promise<void>;
 
-interface IngestRun {
-  latencies: number[];
-  failed: number;
-  durationMs: number;
-}
+type IngestSide = keyof Sides<unknown>;
 
 async function ingest(signals: number, threads: number, concurrency: number, send: Sender): Promise<IngestRun> {
   const targets = Array.from({ length: threads }, () => freshThread('http-ingest'));
-  const latencies: number[] = [];
-  let failed = 0;
-  let firstError = '';
-  let next = 0;
-  const t0 = performance.now();
-  const sender = async () => {
-    for (let i = next++; i < signals; i = next++) {
-      const start = performance.now();
-      try {
-        await send(
-          { type: 'notification', contents: `http ingest ${i}`, attributes: { source: 'bench' } },
-          targets[i % threads],
-        );
-        latencies.push(performance.now() - start);
-      } catch (err) {
-        failed += 1;
-        firstError ||= (err as Error).message;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, sender));
-  if (failed > 0) process.stderr.write(`bench: ${failed} HTTP ingest sends failed, e.g. ${firstError}\n`);
-  return { latencies, failed, durationMs: performance.now() - t0 };
+  return reportFailures(await runIngest(signals, concurrency, (i) => send(i, targets[i % threads])));
+}
+
+function reportFailures(run: IngestRun): IngestRun {
+  if (run.failed > 0) process.stderr.write(`bench: ${run.failed} HTTP ingest sends failed, e.g. ${run.firstError}\n`);
+  return run;
 }
 
 function combine(runs: IngestRun[]): HttpIngestCase {

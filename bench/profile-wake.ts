@@ -9,10 +9,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { summarizeAgents } from '../agents/summary';
-import { serveGateway, type ServedGateway } from '../gateway/serve';
+import type { ServedGateway } from '../gateway/serve';
 import type { ThreadTarget } from '../protocol/schemas';
-import { benchAgent, gatewayLogger, startBenchEnv, watchTurn, withTimeout, type BenchEnv } from './env';
+import { serveBenchGateway, startBenchEnv, watchTurn, withTimeout, type BenchEnv } from './env';
 import { eventsUrl, freshThread, sendOverHttp, subscribeStamped } from './gateway-bus';
 import { settledHistory } from './history';
 import { summarize } from './stats';
@@ -64,12 +63,7 @@ async function gatewayTurn(gateway: ServedGateway, target: ThreadTarget): Promis
 }
 
 const env = await startBenchEnv();
-const gateway = await serveGateway({
-  client: env.client,
-  agents: summarizeAgents([benchAgent]),
-  port: 0,
-  logger: gatewayLogger,
-});
+const gateway = await serveBenchGateway(env);
 const results: Record<string, { idle: Turn[]; fresh: Turn[] }> = {};
 try {
   for (let i = 0; i < warmup + rounds; i++) {

@@ -905,12 +905,15 @@ function httpSection(h: HttpResult): string[] {
     row('idle thread', h.idleThread),
     '',
     `Persist-only signals round-robin over ${int(h.ingest.threads)} fresh threads, ${h.ingest.concurrency} in flight ` +
-      '(`POST /api/agents/bench/signals` against `sendSignal`):',
+      '(`POST /api/agents/bench/signals` against `sendSignal`), each path in two halves run A B C C B A. The client ' +
+      "outside (Node's `http`, kept-alive connections) is the target's (10c); the one inside (undici `fetch`) spends " +
+      "about 1 ms of this process's CPU per request on its own work, which the gateway and the worker then lack.",
     '',
     '| path | accepted | wall s | accepted/s | latency p50 / p90 / p99 |',
     '| --- | ---: | ---: | ---: | ---: |',
     ingestRow('in-process client', h.ingest.inProcess),
-    ingestRow('gateway', h.ingest.gateway),
+    ingestRow('gateway, client outside', h.ingest.gateway),
+    ingestRow('gateway, client inside', h.ingest.gatewayLocalClient),
     '',
   ];
 }

@@ -382,7 +382,7 @@ export function evaluateTargets(r: TargetInputs): TargetRow[] {
   const httpIn = x.ingest.inProcess.acceptedPerSecond;
   add(
     '10c',
-    'HTTP ingest (persist-only signals, 500 threads)',
+    'HTTP ingest (persist-only signals, 500 threads; client in its own process)',
     ratio(x.ingest.gateway.acceptedPerSecond, httpIn),
     `≥ 90 % of in-process = ${f0(bounds.httpIngestShare * httpIn)}/s`,
     atMost(bounds.httpIngestShare * httpIn, x.ingest.gateway.acceptedPerSecond),
