@@ -58,12 +58,17 @@ export async function settledHistory(
   for (;;) {
     const { raw } = await handle.describe();
     if (!raw.pendingWorkflowTask && (raw.pendingActivities?.length ?? 0) === 0) {
-      const events = ((await handle.fetchHistory()).events ?? []).map(toEvent);
+      const events = await eventsOf(handle);
       return { events, bytes: Number(raw.workflowExecutionInfo?.historySizeBytes ?? NaN) };
     }
     if (Date.now() > deadline) throw new Error(`Thread ${handle.workflowId} did not settle within ${timeoutMs} ms.`);
     await sleep(5);
   }
+}
+
+/** A workflow's history so far, reduced to what the benches read. */
+export async function eventsOf(handle: WorkflowHandle): Promise<HistoryEvent[]> {
+  return ((await handle.fetchHistory()).events ?? []).map(toEvent);
 }
 
 /** The first event at or after index `from` of `type` that satisfies `match`. */

@@ -161,6 +161,15 @@ function floorSections(r: BenchResults): string[] {
     ),
     `| one activity returns → the next one's code running | ${pcts(tf.activityToActivity)} | – |`,
     '',
+    "Where the floor's update goes (history events, as (a) splits Threadline's wakes), new workflow " +
+      '(update-with-start):',
+    '',
+    ...segmentTable(tf.segments.newByUpdate),
+    '',
+    'Idle workflow (update):',
+    '',
+    ...segmentTable(tf.segments.idleByUpdate),
+    '',
     'Ingest: inputs that are only recorded, round-robin over the workflows, at most 8 in flight per workflow (as ' +
       "Threadline's client); handled = the workflow task that ran the workflow code with the input completed (history).",
     '',

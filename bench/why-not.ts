@@ -16,7 +16,10 @@ export interface WhyNotInputs {
     freshThread: { segments: Record<string, { p50: number }> };
     idleThread: { segments: Record<string, { p50: number }> };
     floor: { toFirstDelta: Pcts };
-    temporalFloor: { series: { newByUpdate: { toActivity: Pcts }; idleByUpdate: { toActivity: Pcts } } };
+    temporalFloor: {
+      series: { newByUpdate: { toActivity: Pcts }; idleByUpdate: { toActivity: Pcts } };
+      segments: Record<'newByUpdate' | 'idleByUpdate', Record<string, { p50: number }>>;
+    };
   };
   signalIngest: Record<'oneThread' | 'manyThreads' | 'manyThreadsStateDependent', IngestCaseFigures> & {
     floor: Record<'oneWorkflow' | 'manyByUpdate' | 'manyBySignal', { eventsPerInput: number }>;
@@ -24,7 +27,9 @@ export interface WhyNotInputs {
   history: { laterTurnTypes: string[] };
   notifications: NotificationCaseFigures & { floor: { eventsPerInput: number }; paced: NotificationCaseFigures };
   memory: { rssPerEvictedThread: number; rssPerEvictedThreadStandardError?: number; heapPerEvictedThread: number };
-  http: Record<'newThread' | 'idleThread', Record<'gateway' | 'gatewayLocalClient', { p50: number }>>;
+  http: Record<'newThread' | 'idleThread', Record<'gateway' | 'gatewayLocalClient', { p50: number }>> & {
+    ingest: Record<'inProcess' | 'gateway' | 'gatewayLocalClient', { acceptedPerSecond: number }>;
+  };
 }
 
 interface IngestCaseFigures {
@@ -51,12 +56,30 @@ const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '–');
 const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '–');
 const f0 = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '–');
 
-/** The segments of a wake, largest first, as `name p50` (the names are bench/idle-wake.ts's). */
-function segmentList(segments: Record<string, { p50: number }>): string {
-  return Object.entries(segments)
-    .map(([name, s]) => `${name.replace(/^→ /, '')} ${f1(s.p50)} ms`)
-    .join('; ');
+/**
+ * Threadline's wake beside the floor's update, segment by segment at p50: the floor's segments in order (up to its
+ * activity code running), each against Threadline's at the same place, then Threadline's model request and first
+ * text-delta against the `streamText` floor.
+ */
+function besideFloor(
+  threadline: Record<string, { p50: number }>,
+  floor: Record<string, { p50: number }>,
+  streamText: number,
+): string {
+  const ours = Object.entries(threadline);
+  const theirs = Object.entries(floor);
+  const pair = (name: string, a: number, b: number, against = 'floor') =>
+    `${name.replace(/^→ /, '')}: ${f1(a)} vs ${against} ${f1(b)} (${signed(a - b)})`;
+  const paired = theirs.map(([, b], i) => pair(ours[i][0], ours[i][1].p50, b.p50));
+  const rest = ours.slice(theirs.length).reduce((sum, [, a]) => sum + a.p50, 0);
+  const restNames = ours
+    .slice(theirs.length)
+    .map(([name]) => name.replace(/^→ /, ''))
+    .join(' + ');
+  return [...paired, pair(restNames, rest, streamText, '`streamText`')].join('; ');
 }
+
+const signed = (x: number) => (Number.isFinite(x) ? `${x >= 0 ? '+' : '−'}${Math.abs(x).toFixed(1)}` : '–');
 
 /** Events of one type per input, from a by-type count. */
 const per = (byType: Record<string, number>, type: string, inputs: number) => (byType[type] ?? 0) / inputs;
@@ -100,18 +123,20 @@ export function whyNot(rows: TargetRow[], r: WhyNotInputs): WhyNot[] {
   explain(['2a', '2b'], () => {
     const floor = w.temporalFloor.series.idleByUpdate.toActivity.p50;
     return (
-      `Where the idle wake goes, p50 (a): ${segmentList(w.idleThread.segments)}. The bare-Temporal floor does ` +
-      `update → activity code running in ${f1(floor)} ms and \`streamText\` needs ${f1(w.floor.toFirstDelta.p50)} ms ` +
-      `to its first text-delta; Threadline's workflow task carries the update's validation, the thread's state code ` +
-      `and a search-attribute upsert, and the step's start is observed through the bus (\`step-start\` at a subscriber).`
+      `The idle wake beside the floor's update, p50 ms (a and the floor's tables): ` +
+      `${besideFloor(w.idleThread.segments, w.temporalFloor.segments.idleByUpdate, w.floor.toFirstDelta.p50)}. ` +
+      `The floor does update → activity code running in ${f1(floor)} ms; Threadline's workflow task carries the ` +
+      `update's validation, the thread's state code and a search-attribute upsert, and the step's start is observed ` +
+      `through the bus (\`step-start\` at a subscriber).`
     );
   });
   explain(['3a', '3b'], () => {
     const floor = w.temporalFloor.series.newByUpdate.toActivity.p50;
     return (
-      `Where a new thread's first input goes, p50 (a): ${segmentList(w.freshThread.segments)}. The floor's ` +
-      `update-with-start reaches activity code in ${f1(floor)} ms. Beating the floor needs an eager workflow start ` +
-      `(the first workflow task handed to a co-located worker in the start's answer); see docs/performance.md.`
+      `A new thread's first input beside the floor's update-with-start, p50 ms: ` +
+      `${besideFloor(w.freshThread.segments, w.temporalFloor.segments.newByUpdate, w.floor.toFirstDelta.p50)}. ` +
+      `The floor reaches activity code in ${f1(floor)} ms. Beating the floor needs an eager workflow start (the ` +
+      `first workflow task handed to a co-located worker in the start's answer); see docs/performance.md.`
     );
   });
 
@@ -189,6 +214,19 @@ export function whyNot(rows: TargetRow[], r: WhyNotInputs): WhyNot[] {
       'bus subscription, serialization, a socket write) after it; docs/performance.md splits them. A client inside ' +
       `the bench's process would add ${inside(x.idleThread)} ms (idle) and ${inside(x.newThread)} ms (new) more at ` +
       "p50: it reads its socket only after the worker's step burst (see (i))."
+    );
+  });
+  explain(['10c'], () => {
+    const x = r.http.ingest;
+    const share = (rate: number) => `${Math.round((100 * rate) / x.inProcess.acceptedPerSecond)} %`;
+    return (
+      `Persist-only signals through the gateway, driven from a process of their own: ` +
+      `${f1(x.gateway.acceptedPerSecond)}/s against ${f1(x.inProcess.acceptedPerSecond)}/s in-process ` +
+      `(${share(x.gateway.acceptedPerSecond)}). Each request costs the gateway's process CPU beyond the client call ` +
+      '(HTTP parsing, routing, validation, the request log and metrics: about 0.6 ms with `fetch` in the same ' +
+      'process, docs/performance.md), on the 2 cores the worker, the dev server and the client process share. ' +
+      `Driven by \`fetch\` inside the bench's process: ${f1(x.gatewayLocalClient.acceptedPerSecond)}/s ` +
+      `(${share(x.gatewayLocalClient.acceptedPerSecond)}).`
     );
   });
   return out;

@@ -8,13 +8,15 @@
  * - activity → activity: one input asks for two activities; the first one returning → the second one's code running.
  *
  * Before an idle wake the workflow is settled (no workflow task or activity pending), as a Threadline thread is
- * before its idle wake.
+ * before its idle wake. The two update series are also split at their history events, as bench/idle-wake.ts splits
+ * Threadline's wakes, so the two can be read segment by segment.
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { withTimeout } from '../env';
-import { summarize, type Summary } from '../stats';
+import { wallClock, withTimeout } from '../env';
+import { eventsOf, findEvent, splitAt, type HistoryEvent } from '../history';
+import { summarize, summarizeEach, type Summary } from '../stats';
 import type { FloorWorld } from './world';
 
 export const floorLatencySeries = {
@@ -26,32 +28,77 @@ export const floorLatencySeries = {
 
 export type FloorLatencyName = keyof typeof floorLatencySeries;
 
+/**
+ * Where an update's time goes on the floor, in order, each the time since the previous mark: the first three are
+ * bench/idle-wake.ts's first three for Threadline.
+ */
+export const floorSegments = [
+  'send → start or update recorded by the server',
+  '→ workflow task started (matched to a poller)',
+  '→ workflow task completed (poll response, activation, workflow code, reply)',
+  '→ activity task started (matched to a poller)',
+  '→ activity code running (poll response, SDK dispatch)',
+] as const;
+
+export type FloorSegment = (typeof floorSegments)[number];
+
 interface Timed {
   /** The call → the activity's code running. */
   toActivity: number;
   /** The call → it returned (update: completed; signal: accepted). */
   toReturned: number;
+  /** `performance.now()` at the call and when the activity's code ran. */
+  sentAt: number;
+  activityAt: number;
 }
 
-export type FloorRoundSample = Record<FloorLatencyName, Timed> & { activityToActivity: number };
+/** The update series, split at their history events. */
+type SplitName = 'newByUpdate' | 'idleByUpdate';
+
+export type FloorRoundSample = Record<FloorLatencyName, Timed> & {
+  activityToActivity: number;
+  segments: Record<SplitName, Record<FloorSegment, number>>;
+};
 
 export interface FloorLatencyResult {
   series: Record<FloorLatencyName, { toActivity: Summary; toReturned: Summary }>;
   /** One activity returning → the next one's code running (the workflow schedules it in the task that records the first). */
   activityToActivity: Summary;
+  segments: Record<SplitName, Record<FloorSegment, Summary>>;
 }
 
 export async function floorRound(floor: FloorWorld): Promise<FloorRoundSample> {
   const idle = `floor-idle-${randomUUID()}`;
+  const handle = floor.client.workflow.getHandle(idle);
   const newByUpdate = await timed(floor, (input) => floor.updateWithStart(idle, input));
   await settled(floor, idle);
+  const afterNew = await eventsOf(handle);
   const idleByUpdate = await timed(floor, (input) => floor.update(idle, input));
   await settled(floor, idle);
+  const afterIdle = await eventsOf(handle);
+  const segments = {
+    newByUpdate: segmentsOf(afterNew, 0, newByUpdate),
+    idleByUpdate: segmentsOf(afterIdle, afterNew.length, idleByUpdate),
+  };
   const idleBySignal = await timed(floor, (input) => floor.signal(idle, input));
   await settled(floor, idle);
   const activityToActivity = await twoActivities(floor, idle);
   const newBySignal = await timed(floor, (input) => floor.signalWithStart(`floor-signal-${randomUUID()}`, input));
-  return { newByUpdate, newBySignal, idleByUpdate, idleBySignal, activityToActivity };
+  return { newByUpdate, newBySignal, idleByUpdate, idleBySignal, activityToActivity, segments };
+}
+
+/** Splits one update at the history events between the call and the activity's code running. */
+function segmentsOf(events: HistoryEvent[], from: number, { sentAt, activityAt }: Timed) {
+  const recorded =
+    from === 0 ? findEvent(events, 0, 'WorkflowExecutionStarted') : findEvent(events, from, 'WorkflowTaskScheduled');
+  return splitAt(floorSegments, [
+    wallClock(sentAt),
+    recorded.at,
+    findEvent(events, from, 'WorkflowTaskStarted').at,
+    findEvent(events, from, 'WorkflowTaskCompleted').at,
+    findEvent(events, from, 'ActivityTaskStarted').at,
+    wallClock(activityAt),
+  ]);
 }
 
 export function summarizeFloorLatency(samples: FloorRoundSample[]): FloorLatencyResult {
@@ -67,6 +114,16 @@ export function summarizeFloorLatency(samples: FloorRoundSample[]): FloorLatency
       ]),
     ) as FloorLatencyResult['series'],
     activityToActivity: summarize(samples.map((s) => s.activityToActivity)),
+    segments: {
+      newByUpdate: summarizeEach(
+        floorSegments,
+        samples.map((s) => s.segments.newByUpdate),
+      ),
+      idleByUpdate: summarizeEach(
+        floorSegments,
+        samples.map((s) => s.segments.idleByUpdate),
+      ),
+    },
   };
 }
 
@@ -80,7 +137,7 @@ async function timed(
   const returned = send({ marker, activities: 1 }).then(() => performance.now());
   const [activityAt, returnedAt] = await withTimeout(Promise.all([running, returned]), 'a floor sample');
   floor.probe.forget(marker, 1);
-  return { toActivity: activityAt - t0, toReturned: returnedAt - t0 };
+  return { toActivity: activityAt - t0, toReturned: returnedAt - t0, sentAt: t0, activityAt };
 }
 
 async function twoActivities(floor: FloorWorld, workflowId: string): Promise<number> {

@@ -3,6 +3,8 @@
  * synthetic results; met targets explained by nothing.
  */
 import { describe, expect, it } from 'vitest';
+import { floorSegments } from '../../bench/floor/latency';
+import { wakeSegments } from '../../bench/idle-wake';
 import type { TargetRow } from '../../bench/targets';
 import { whyNot, type WhyNotInputs } from '../../bench/why-not';
 
@@ -28,19 +30,21 @@ const notificationCase = (accepted: number, runs: number) => ({
   },
 });
 
+/** Segments named as bench/idle-wake.ts and bench/floor/latency.ts name theirs, with the given p50s. */
+const withP50s = (names: readonly string[], p50s: number[]) =>
+  Object.fromEntries(names.map((name, i) => [name, { p50: p50s[i] }]));
+const wake = (p50s: number[]) => withP50s(wakeSegments, p50s);
+const floorUpdate = (p50s: number[]) => withP50s(floorSegments, p50s);
+
 function inputs(): WhyNotInputs {
   return {
     idleWake: {
-      freshThread: { segments: { '→ workflow task started (matched to a poller)': { p50: 26.5 } } },
-      idleThread: {
-        segments: {
-          'send → start or update recorded by the server': { p50: 3.3 },
-          '→ workflow task completed (poll response, activation, workflow code, reply)': { p50: 11.5 },
-        },
-      },
+      freshThread: { segments: wake([5, 26.5, 24, 1, 8, 3, 3]) },
+      idleThread: { segments: wake([3.3, 0.8, 11.5, 0.9, 7.9, 2.4, 2.8]) },
       floor: { toFirstDelta: pcts(5.1, 25.8) },
       temporalFloor: {
         series: { newByUpdate: { toActivity: pcts(46, 90) }, idleByUpdate: { toActivity: pcts(15.4, 40) } },
+        segments: { newByUpdate: floorUpdate([5, 25, 15, 0.5, 2]), idleByUpdate: floorUpdate([3, 0.7, 8, 0.4, 3.3]) },
       },
     },
     signalIngest: {
@@ -72,6 +76,11 @@ function inputs(): WhyNotInputs {
     http: {
       newThread: { gateway: { p50: 42 }, gatewayLocalClient: { p50: 51.5 } },
       idleThread: { gateway: { p50: 22.5 }, gatewayLocalClient: { p50: 35 } },
+      ingest: {
+        inProcess: { acceptedPerSecond: 100 },
+        gateway: { acceptedPerSecond: 85 },
+        gatewayLocalClient: { acceptedPerSecond: 70 },
+      },
     },
   };
 }
@@ -90,7 +99,15 @@ describe('why the unmet targets are not met', () => {
     const reasons = whyNot([row('2a', false), row('2b', true), row('6a', false), row('8c', false)], inputs());
     expect(reasons.map((r) => r.ids)).toEqual([['2a'], ['6a'], ['8c']]);
     const [wake, ingest, notifications] = reasons.map((r) => r.text);
-    expect(wake).toContain('workflow task completed (poll response, activation, workflow code, reply) 11.5 ms');
+    expect(reasons.map((r) => r.ids)).not.toContainEqual(['3a']);
+    expect(wake).toContain(
+      'workflow task completed (poll response, activation, workflow code, reply): 11.5 vs floor 8.0 (+3.5)',
+    );
+    expect(wake).toContain(
+      'step code running (poll response, SDK dispatch; `step-start` at subscriber): 7.9 vs floor 3.3 (+4.6)',
+    );
+    // The model request and the first text-delta (2.4 + 2.8) against the direct call's 5.1.
+    expect(wake).toContain('model request received + first text-delta at subscriber: 5.2 vs `streamText` 5.1 (+0.1)');
     expect(wake).toContain('15.4 ms');
     // 35,000 events / 3,000 inputs against the update-with-start floor's 5; 30 CPU s per 3,000 = 10 per 1,000.
     expect(ingest).toContain('11.67 history events per input (the floor: 5.00)');
@@ -103,6 +120,13 @@ describe('why the unmet targets are not met', () => {
     const [gateway] = whyNot([row('10a', false), row('10b', false)], inputs());
     expect(gateway.ids).toEqual(['10a', '10b']);
     expect(gateway.text).toContain('would add 12.5 ms (idle) and 9.5 ms (new) more');
+  });
+
+  it('puts HTTP ingest beside the in-process rate, with both clients', () => {
+    const [ingest] = whyNot([row('10c', false)], inputs());
+    expect(ingest.ids).toEqual(['10c']);
+    expect(ingest.text).toContain('85.0/s against 100.0/s in-process (85 %)');
+    expect(ingest.text).toContain('70.0/s (70 %)');
   });
 
   it('splits a turn into the bare update-and-activity turn and what Threadline adds', () => {
