@@ -98,6 +98,29 @@ import {
 } from '../protocol/views';
 import type { NotificationRecord, RecordPage } from '../protocol/views';
 
+/** At most `limit` keys, the least recently used dropped first. */
+class RecentKeys {
+  private readonly keys = new Set<string>();
+
+  constructor(private readonly limit: number) {}
+
+  has(key: string): boolean {
+    return this.keys.has(key);
+  }
+
+  add(key: string): void {
+    if (this.limit === 0) return;
+    // Re-inserted: a Set iterates in insertion order, so the first key is the least recently used.
+    this.keys.delete(key);
+    this.keys.add(key);
+    if (this.keys.size > this.limit) this.keys.delete(this.keys.values().next().value!);
+  }
+
+  delete(key: string): void {
+    this.keys.delete(key);
+  }
+}
+
 /** At most `limit` concurrent holders per key; the rest wait in arrival order. */
 class KeyedLimiter {
   private readonly active = new Map<string, number>();
@@ -154,6 +177,14 @@ export interface ConnectOptions {
    * refused then: `UnavailableError` (HTTP 503 with Retry-After), and nothing was delivered.
    */
   deliveryTimeoutMs?: number;
+  /**
+   * How many threads this client remembers as running (default 10,000; 0 remembers none), least recently used
+   * forgotten first. A send to one of them is a plain update (or signal) instead of update-with-start (or
+   * signal-with-start), which carries the start request — workflow arguments with the agent's profile, search
+   * attributes, summary — for the server to decode and drop; a thread that ended since is found missing and started
+   * as before.
+   */
+  knownThreads?: number;
 }
 
 /** What a send returns: the thread's decision, and `persisted`, resolved once the input is in the thread's history. */
@@ -169,6 +200,8 @@ export class ThreadlineClient {
   private readonly ownConnection: Connection | null;
   private readonly ownBus: EventBus | null;
   private readonly inFlight = new KeyedLimiter(8);
+  /** Threads a send of this client reached running (`knownThreads`): the next send skips the start request. */
+  private readonly running: RecentKeys;
   /**
    * The agents workers announced on the bus, cached: a new thread starts with its agent's profile (saving it a round
    * trip), and a gateway on this client lists and checks agents from the same cache.
@@ -177,7 +210,9 @@ export class ThreadlineClient {
 
   constructor(temporal: Client, options: ConnectOptions, ownConnection: Connection | null) {
     // Before anything is opened: a refused option leaves nothing behind.
-    this.deliveryTimeoutMs = checkConnectOptions(options);
+    const checked = checkConnectOptions(options);
+    this.deliveryTimeoutMs = checked.deliveryTimeoutMs;
+    this.running = new RecentKeys(checked.knownThreads);
     this.temporal = temporal;
     this.ownBus = options.bus ? null : createBus({ redisUrl: options.redisUrl });
     this.bus = options.bus ?? this.ownBus!;
@@ -231,25 +266,60 @@ export class ThreadlineClient {
     answered: (err: unknown) => R | null = () => null,
   ): Promise<R> {
     const workflowId = threadKey(target.resourceId, target.threadId);
-    const profiles = await this.startProfiles((arg as { agentId?: string }).agentId);
     const release = await this.inFlight.acquire(workflowId);
     const since = Date.now();
     try {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await this.temporal.workflow.executeUpdateWithStart(update, {
+      return await this.sendOrStart(workflowId, {
+        send: () => this.temporal.workflow.getHandle(workflowId).executeUpdate(update, { args: [arg] }),
+        start: async () =>
+          this.temporal.workflow.executeUpdateWithStart(update, {
             args: [arg],
-            startWorkflowOperation: this.startOperation(workflowId, target, profiles),
-          });
-        } catch (err) {
-          const answer = answered(err);
-          if (answer) return answer;
-          if (await this.retryableUpdateError(err, since, attempt)) continue;
-          throw err;
-        }
-      }
+            startWorkflowOperation: this.startOperation(
+              workflowId,
+              target,
+              await this.startProfiles((arg as { agentId?: string }).agentId),
+            ),
+          }),
+        answered,
+        since,
+      });
     } finally {
       release();
+    }
+  }
+
+  /**
+   * One input to a thread, resent while Temporal refuses it for a passing reason: `send` (to the running execution)
+   * when this client saw the thread running, else — or once `send` finds it missing — `start` (with start). Either
+   * that succeeds leaves the thread known as running.
+   */
+  private async sendOrStart<R>(
+    workflowId: string,
+    {
+      send,
+      start,
+      answered = () => null,
+      since,
+    }: { send: () => Promise<R>; start: () => Promise<R>; answered?: (err: unknown) => R | null; since: number },
+  ): Promise<R> {
+    let known = this.running.has(workflowId);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const result = await (known ? send() : start());
+        this.running.add(workflowId);
+        return result;
+      } catch (err) {
+        if (known && isNotFound(err)) {
+          // The thread ended since this client last reached it: start it, as for a thread never seen.
+          this.running.delete(workflowId);
+          known = false;
+          continue;
+        }
+        const answer = answered(err);
+        if (answer) return answer;
+        if (await this.retryableUpdateError(err, since, attempt)) continue;
+        throw err;
+      }
     }
   }
 
@@ -267,23 +337,20 @@ export class ThreadlineClient {
     action: StateIndependentAction,
   ): Promise<SendResult> {
     const workflowId = threadKey(target.resourceId, target.threadId);
-    const options = {
-      ...this.startOptions(workflowId, target, await this.startProfiles(input.agentId)),
-      signal: sendSignalSignal,
-      signalArgs: [input] as [ThreadInput],
-    };
     const release = await this.inFlight.acquire(workflowId);
     const since = Date.now();
     try {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await this.temporal.workflow.signalWithStart(THREAD_WORKFLOW_TYPE, options);
-          break;
-        } catch (err) {
-          if (await this.retryableUpdateError(err, since, attempt)) continue;
-          throw err;
-        }
-      }
+      await this.sendOrStart(workflowId, {
+        send: () => this.temporal.workflow.getHandle(workflowId).signal(sendSignalSignal, input),
+        start: async () => {
+          await this.temporal.workflow.signalWithStart(THREAD_WORKFLOW_TYPE, {
+            ...this.startOptions(workflowId, target, await this.startProfiles(input.agentId)),
+            signal: sendSignalSignal,
+            signalArgs: [input] as [ThreadInput],
+          });
+        },
+        since,
+      });
     } finally {
       release();
     }
@@ -714,7 +781,10 @@ function unchangedState(err: unknown, signalId: string): InputResult | null {
 }
 
 /** Refuses bad options with a `ValidationError` naming them; answers the delivery timeout to use. */
-function checkConnectOptions(options: ConnectOptions): number {
+/** Threads a client remembers as running, by default (`ConnectOptions.knownThreads`). */
+export const DEFAULT_KNOWN_THREADS = 10_000;
+
+function checkConnectOptions(options: ConnectOptions): { deliveryTimeoutMs: number; knownThreads: number } {
   checkInputDepthBound(options.limits?.maxInputDepth, 'limits.maxInputDepth');
   checkInputDepthBound(options.threadConfig?.maxInputDepth, 'threadConfig.maxInputDepth');
   const deliveryTimeoutMs = options.deliveryTimeoutMs ?? definitions.deliveryTimeoutMs.default;
@@ -723,7 +793,11 @@ function checkConnectOptions(options: ConnectOptions): number {
       `Invalid deliveryTimeoutMs: ${String(deliveryTimeoutMs)}. Use a whole number of milliseconds, at least 1.`,
     );
   }
-  return deliveryTimeoutMs;
+  const knownThreads = options.knownThreads ?? DEFAULT_KNOWN_THREADS;
+  if (!Number.isInteger(knownThreads) || knownThreads < 0) {
+    throw new ValidationError(`Invalid knownThreads: ${String(knownThreads)}. Use a whole number, at least 0.`);
+  }
+  return { deliveryTimeoutMs, knownThreads };
 }
 
 function isNotFound(err: unknown): boolean {

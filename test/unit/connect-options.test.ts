@@ -25,6 +25,8 @@ describe('connect() options', () => {
     [{ limits: { maxInputDepth: 2.5 } }, /Invalid limits\.maxInputDepth: 2\.5/],
     [{ threadConfig: { maxInputDepth: 1e9 } }, /Invalid threadConfig\.maxInputDepth: 1000000000/],
     [{ deliveryTimeoutMs: 0 }, /Invalid deliveryTimeoutMs: 0\. Use a whole number of milliseconds, at least 1/],
+    [{ knownThreads: -1 }, /Invalid knownThreads: -1\. Use a whole number, at least 0/],
+    [{ knownThreads: 2.5 }, /Invalid knownThreads: 2\.5/],
   ])('refuses %j', async (options, message) => {
     const refused = connect({ client: untouched, ...options }).catch((err: unknown) => err);
     await expect(refused).resolves.toBeInstanceOf(ValidationError);
