@@ -101,6 +101,8 @@ export interface TargetRow {
 }
 
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : x === Infinity ? '∞' : '–');
+/** A difference with its sign: `+4.6`, `−0.5`. */
+const signedF1 = (x: number) => (Number.isFinite(x) && x < 0 ? `−${f1(-x)}` : `+${f1(x)}`);
 const f0 = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : x === Infinity ? '∞' : '–');
 /** `a ≤ b`, false when either is not a number (not measured). */
 const atMost = (a: number, b: number) => !Number.isNaN(a) && !Number.isNaN(b) && a <= b;
@@ -368,14 +370,14 @@ export function evaluateTargets(r: TargetInputs): TargetRow[] {
   add(
     '10a',
     'gateway + SSE (client in its own process) over the in-process client, idle wake, p50',
-    `+${f1(idleGap)} ms (${f1(x.idleThread.gateway.p50)} vs ${f1(x.idleThread.inProcess.p50)})`,
+    `${signedF1(idleGap)} ms (${f1(x.idleThread.gateway.p50)} vs ${f1(x.idleThread.inProcess.p50)})`,
     `≤ ${bounds.gatewayP50SlackMs} ms`,
     atMost(idleGap, bounds.gatewayP50SlackMs),
   );
   add(
     '10b',
     'gateway + SSE (client in its own process) over the in-process client, new thread, p50',
-    `+${f1(newGap)} ms (${f1(x.newThread.gateway.p50)} vs ${f1(x.newThread.inProcess.p50)})`,
+    `${signedF1(newGap)} ms (${f1(x.newThread.gateway.p50)} vs ${f1(x.newThread.inProcess.p50)})`,
     `≤ ${bounds.gatewayP50SlackMs} ms`,
     atMost(newGap, bounds.gatewayP50SlackMs),
   );

@@ -243,7 +243,8 @@ export class ThreadlineClient {
   /**
    * Delivers an input; the first input to a thread starts exactly one execution. One the thread answers the same way
    * whatever its state (`persist` or `discard` on both sides: protocol/routing.ts) goes by signal-with-start, answered
-   * here; every other by update-with-start, answered by the thread.
+   * here; every other by update-with-start, answered by the thread. To a thread this client knows running, both go
+   * without the start request (`knownThreads`).
    */
   async submit(target: ThreadTarget, input: ThreadInput): Promise<SendResult> {
     const settled = stateIndependentAction(input);
@@ -324,12 +325,12 @@ export class ThreadlineClient {
   }
 
   /**
-   * An input whose action does not depend on the thread's state, by signal-with-start: the server records the signal
-   * (starting the thread if need be) and answers, with no workflow task in between, and the thread routes it as
-   * answered here. The answer carries no `duplicate`: a resent id is recorded once (the thread remembers ids) but
-   * only the thread knows it saw it. Signals have no in-flight cap per workflow, but the same `inFlight` bound keeps
-   * a flood to one thread from starving its continue-as-new (the server refuses signals, RESOURCE_EXHAUSTED, while a
-   * close it bounced is retried).
+   * An input whose action does not depend on the thread's state, by signal-with-start (a plain signal to a thread this
+   * client knows running): the server records the signal (starting the thread if need be) and answers, with no
+   * workflow task in between, and the thread routes it as answered here. The answer carries no `duplicate`: a resent
+   * id is recorded once (the thread remembers ids) but only the thread knows it saw it. Signals have no in-flight cap
+   * per workflow, but the same `inFlight` bound keeps a flood to one thread from starving its continue-as-new (the
+   * server refuses signals, RESOURCE_EXHAUSTED, while a close it bounced is retried).
    */
   private async signalWithStart(
     target: ThreadTarget,
@@ -780,10 +781,10 @@ function unchangedState(err: unknown, signalId: string): InputResult | null {
   return { accepted: true, action: 'skipped', reason: 'unchanged', signalId, version };
 }
 
-/** Refuses bad options with a `ValidationError` naming them; answers the delivery timeout to use. */
 /** Threads a client remembers as running, by default (`ConnectOptions.knownThreads`). */
 export const DEFAULT_KNOWN_THREADS = 10_000;
 
+/** Refuses bad options with a `ValidationError` naming them; answers the delivery timeout and known-thread bound. */
 function checkConnectOptions(options: ConnectOptions): { deliveryTimeoutMs: number; knownThreads: number } {
   checkInputDepthBound(options.limits?.maxInputDepth, 'limits.maxInputDepth');
   checkInputDepthBound(options.threadConfig?.maxInputDepth, 'threadConfig.maxInputDepth');
