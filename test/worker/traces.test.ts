@@ -239,10 +239,17 @@ function one(spans: ReceivedSpan[], name: string): ReceivedSpan {
   return found[0];
 }
 
-/** The chain a message's trace must hold, each span the parent of the next, and the processes that made them. */
-function expectChain(spans: ReceivedSpan[], callerSpanId: string): Record<string, ReceivedSpan> {
+/**
+ * The chain a message's trace must hold, each span the parent of the next, and the processes that made them. The
+ * gateway's client sends by update-with-start to a thread it has not seen running, by a plain update once it has.
+ */
+function expectChain(
+  spans: ReceivedSpan[],
+  callerSpanId: string,
+  clientSpan = 'UpdateWithStartWorkflow:submitInput',
+): Record<string, ReceivedSpan> {
   const http = one(spans, 'POST /api/agents/:agentId/send-message');
-  const client = one(spans, 'UpdateWithStartWorkflow:submitInput');
+  const client = one(spans, clientSpan);
   const update = one(spans, 'HandleUpdate:submitInput');
   const schedule = one(spans, 'StartActivity:runStep');
   const step = one(spans, 'RunActivity:runStep');
@@ -267,7 +274,7 @@ function expectChain(spans: ReceivedSpan[], callerSpanId: string): Record<string
 }
 
 describe('traces across the gateway and worker processes', () => {
-  it('one trace from the gateway request through update-with-start, the workflow and the step to the model call', async () => {
+  it('one trace from the gateway request through the update (with start), the workflow and the step to the model call', async () => {
     const target = { resourceId: `user-${randomUUID()}`, threadId: `thread-${randomUUID()}` };
     const first = { traceId: hex(16), spanId: hex(8) };
     model.enqueue({ text: 'Secret answer alpha' });
@@ -277,14 +284,15 @@ describe('traces across the gateway and worker processes', () => {
     );
     const chain = expectChain(firstTrace, first.spanId);
 
-    // A later message: its step and model call are in its own trace, not in the first request's.
+    // A later message: its step and model call are in its own trace, not in the first request's. The gateway's client
+    // saw the thread running, so it sends a plain update.
     const second = { traceId: hex(16), spanId: hex(8) };
     model.enqueue({ text: 'Secret answer beta' });
     await send('Secret question two', target, `00-${second.traceId}-${second.spanId}-01`);
     const secondTrace = await collector.trace(second.traceId, (spans) =>
       spans.some((s) => s.name === 'StartActivity:runStep'),
     );
-    expectChain(secondTrace, second.spanId);
+    expectChain(secondTrace, second.spanId, 'StartWorkflowUpdate:submitInput');
 
     const connection = await Connection.connect({ address: inject('temporalAddress') });
     onTestFinished(() => connection.close());
