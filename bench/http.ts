@@ -95,7 +95,7 @@ export async function benchHttp(
     }
     const { threads, signals, concurrency } = sizes.ingest;
     progress(`  ingest: ${signals} persist-only signals over ${threads} threads, ${concurrency} in flight, each way…`);
-    // In halves, A B B A, so that neither side has the machine's better or worse minutes to itself.
+    // In halves, A B C C B A, so that no side has the machine's better or worse minutes to itself.
     const sendInProcess: Sender = (i, target) =>
       env.agent.sendSignal(ingestSignal(i), { ...target, ...persistOnly }).then(() => undefined);
     const sendViaGateway: Sender = (i, target) => postSignal(gateway.url, i, target);
