@@ -8,11 +8,11 @@
  *   npx tsx bench/profile-ingest.ts [--signals=1000] [--threads=250] [--concurrency=32] [--runs=2]
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/profile-ingest.ts --side=gateway --signals=3000
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import type { ThreadTarget } from '../protocol/schemas';
 import { benchAgent, serveBenchGateway, startBenchEnv } from './env';
 import { freshThread } from './gateway-bus';
 import { ingestSignal, persistOnly, runIngest } from './ingest-loop';
+import { cpuSnapshot } from './signal-ingest';
 
 const arg = (name: string, fallback: string) =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
@@ -22,20 +22,6 @@ const concurrency = Number(arg('concurrency', '32'));
 const runs = Number(arg('runs', '2'));
 const sides = arg('side', 'in-process,gateway').split(',') as Side[];
 type Side = 'in-process' | 'gateway';
-
-/** CPU milliseconds of this process's children (the dev server), from /proc: user + system, in clock ticks of 10 ms. */
-function childrenCpuMs(): number {
-  let total = 0;
-  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-      if (Number(fields[1]) === process.pid) total += (Number(fields[11]) + Number(fields[12])) * 10;
-    } catch {
-      // The process ended while we read.
-    }
-  }
-  return total;
-}
 
 const env = await startBenchEnv();
 const gateway = await serveBenchGateway(env);
@@ -57,16 +43,15 @@ try {
   for (let run = 0; run < runs; run++) {
     for (const side of sides) {
       const targets = Array.from({ length: threads }, () => freshThread('profile-ingest'));
-      const cpu = process.cpuUsage();
-      const server = childrenCpuMs();
-      const run = await runIngest(signals, concurrency, (i) => send[side](i, targets[i % threads]));
-      if (run.failed > 0) throw new Error(`${run.failed} sends failed, e.g. ${run.firstError}`);
-      const seconds = run.durationMs / 1000;
-      const used = process.cpuUsage(cpu);
-      const perSignal = (ms: number) => (ms / signals).toFixed(2);
+      const before = cpuSnapshot();
+      const result = await runIngest(signals, concurrency, (i) => send[side](i, targets[i % threads]));
+      if (result.failed > 0) throw new Error(`${result.failed} sends failed, e.g. ${result.firstError}`);
+      const after = cpuSnapshot();
+      // Seconds of CPU over the run, per signal, in ms.
+      const perSignal = (seconds: number) => ((seconds * 1000) / signals).toFixed(2);
       console.log(
-        `${side}: ${(signals / seconds).toFixed(1)} signals/s; CPU ms per signal: this process ` +
-          `${perSignal((used.user + used.system) / 1000)}, dev server ${perSignal(childrenCpuMs() - server)}`,
+        `${side}: ${((signals / result.durationMs) * 1000).toFixed(1)} signals/s; CPU ms per signal: this process ` +
+          `${perSignal(after.process - before.process)}, dev server ${perSignal(after.server - before.server)}`,
       );
     }
   }

@@ -724,7 +724,7 @@ function rateByTenth(ok: Sent[], start: number, durationMs: number): number[] {
  * CPU seconds so far of this process and of the dev server (a child process named `temporal`, read from /proc; NaN
  * where there is no /proc).
  */
-function cpuSnapshot(): { process: number; server: number } {
+export function cpuSnapshot(): { process: number; server: number } {
   const { user, system } = process.cpuUsage();
   let server = NaN;
   try {
