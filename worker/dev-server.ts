@@ -18,7 +18,10 @@ import { searchAttributeTypeName, threadSearchAttributes } from '../protocol/sea
 const HOST = '127.0.0.1';
 const READY_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 10_000;
+const OUTPUT_HEAD_LINES = 20;
 const OUTPUT_TAIL_LINES = 40;
+/** Start-ups on ports this module picked, when the last one failed in a way another port or moment can fix. */
+const START_ATTEMPTS = 3;
 
 /**
  * Server settings Threadline wants on by default. Eager activity execution hands the step activity back in the
@@ -57,8 +60,38 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
-/** Starts a dev server and resolves once `namespace` can be described over gRPC. */
+/**
+ * Starts a dev server and resolves once `namespace` can be described over gRPC.
+ *
+ * With `port: 0` the ports are picked here, and the server picks its internal ones itself: another process may bind
+ * one of them first. A start-up that fails that way (or panics, which hides the reason) is tried again on new ports,
+ * up to 3 times; a port the caller named is never changed.
+ */
 export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(opts);
+    } catch (err) {
+      const retry = opts.port === 0 && attempt < START_ATTEMPTS && err instanceof StartupExit && err.transient;
+      if (!retry) throw err;
+      opts.log?.(
+        `The Temporal dev server failed to start (attempt ${attempt} of ${START_ATTEMPTS}); trying new ports.`,
+      );
+    }
+  }
+}
+
+/** The server exited before its namespace answered; `transient` when a port clash or a panic is the likely cause. */
+class StartupExit extends Error {
+  constructor(
+    message: string,
+    readonly transient: boolean,
+  ) {
+    super(message);
+  }
+}
+
+async function startOnce(opts: DevServerOptions): Promise<DevServer> {
   const namespace = opts.namespace ?? 'default';
   const port = opts.port === 0 ? await freePort() : (opts.port ?? 7233);
   const uiPort = opts.headless ? undefined : await resolveUiPort(opts.uiPort, opts.port, port);
@@ -82,13 +115,12 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   }
 
   const child = spawn(opts.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  const tail: string[] = [];
+  const output = new OutputExcerpt();
   let stopping = false;
   for (const stream of [child.stdout, child.stderr]) {
     createInterface({ input: stream }).on('line', (line) => {
       if (!line.trim()) return;
-      tail.push(line);
-      if (tail.length > OUTPUT_TAIL_LINES) tail.shift();
+      output.push(line);
       // Shutdown prints a burst of poller warnings that mean nothing to the user.
       if (!stopping) opts.log?.(line);
     });
@@ -113,7 +145,9 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   const abort = new AbortController();
   const exitedEarly = exited.then((reason) => {
     abort.abort();
-    throw new Error(describeEarlyExit(reason, tail, { port, uiPort, command: [opts.cliPath, ...args].join(' ') }));
+    const text = output.text();
+    const command = [opts.cliPath, ...args].join(' ');
+    throw new StartupExit(describeEarlyExit(reason, text, { port, uiPort, command }), isTransientExit(text));
   });
   try {
     await Promise.race([waitForNamespace(address, namespace, abort.signal), exitedEarly]);
@@ -129,16 +163,35 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   return { address, uiUrl, stop };
 }
 
-/** A TCP port on 127.0.0.1 that was free a moment ago (listen on port 0, read it, close). */
+/**
+ * A TCP port on 127.0.0.1 that is free and stays out of the kernel's hands for a while: listen on port 0, connect to
+ * it and close the accepted side first, so the port sits in TIME_WAIT. Linux then gives it to no `bind(:0)` and no
+ * outgoing connection (other tests' clients open many), while a server that sets `SO_REUSEADDR` (Go, Node, Redis,
+ * PostgreSQL) can still bind it. The Temporal CLI reserves its own internal ports the same way.
+ */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
-    const server = createServer();
+    const server = createServer((accepted) => {
+      accepted.destroy(); // This side closes first: the TIME_WAIT is the port's, not the probe's.
+      server.close();
+    });
     server.unref();
     server.once('error', reject);
     server.listen(0, HOST, () => {
       const address = server.address();
       const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => (port ? resolve(port) : reject(new Error('Could not read the port of the free-port probe.'))));
+      if (!port) {
+        server.close();
+        reject(new Error('Could not read the port of the free-port probe.'));
+        return;
+      }
+      const probe = createConnection({ host: HOST, port });
+      probe.once('error', (err) => {
+        server.close();
+        reject(err);
+      });
+      probe.once('close', () => resolve(port));
+      probe.resume();
     });
   });
 }
@@ -199,12 +252,43 @@ export function canConnect(address: string): Promise<boolean> {
   });
 }
 
+/**
+ * The first and the last lines of the server's output: a Go panic names its reason on its first line and follows it
+ * with every goroutine's stack, so a tail alone would lose the reason.
+ */
+class OutputExcerpt {
+  private readonly head: string[] = [];
+  private readonly tail: string[] = [];
+  private omitted = 0;
+
+  push(line: string): void {
+    if (this.head.length < OUTPUT_HEAD_LINES) {
+      this.head.push(line);
+      return;
+    }
+    this.tail.push(line);
+    if (this.tail.length > OUTPUT_TAIL_LINES) {
+      this.tail.shift();
+      this.omitted++;
+    }
+  }
+
+  text(): string {
+    const gap = this.omitted ? [`… ${this.omitted} lines omitted …`] : [];
+    return [...this.head, ...gap, ...this.tail].join('\n');
+  }
+}
+
+/** A port taken between being picked and bound, or a panic (whose reason may be that): worth a start on new ports. */
+function isTransientExit(output: string): boolean {
+  return /address already in use|can't set (frontend|UI) port|^panic:/m.test(output);
+}
+
 function describeEarlyExit(
   reason: string,
-  tail: string[],
+  output: string,
   ctx: { port: number; uiPort: number | undefined; command: string },
 ): string {
-  const output = tail.join('\n');
   let hint = '';
   if (/can't set frontend port/.test(output)) {
     hint = ` Port ${ctx.port} (gRPC) is already in use: stop whatever holds it or set TEMPORAL_PORT to another port.`;

@@ -125,6 +125,40 @@ describe('startDevServer', () => {
     await expect(canConnect(server.address)).resolves.toBe(false);
   });
 
+  it('keeps the first lines of a start-up panic and tries new ports, never a port the caller named', async () => {
+    // A stand-in CLI that panics the way Go does: the reason first, then a long stack.
+    const fake = join(scratch, 'panicking-temporal');
+    const calls = join(scratch, 'panicking-calls.txt');
+    const stack = Array.from({ length: 80 }, (_, i) => `goroutine frame ${i}`).join('\\n');
+    await writeFile(
+      fake,
+      `#!/bin/sh\necho "$*" >> ${calls}\necho "panic: listen tcp: address already in use" >&2\nprintf '${stack}\\n' >&2\nexit 2\n`,
+    );
+    await chmod(fake, 0o755);
+    const lines: string[] = [];
+
+    const error = await startDevServer({ cliPath: fake, port: 0, headless: true, log: (l) => lines.push(l) }).catch(
+      (err: Error) => err,
+    );
+    const message = (error as Error).message;
+    expect(message).toContain('exited during start-up (exit code 2)');
+    expect(message).toContain('panic: listen tcp: address already in use');
+    expect(message).toMatch(/… \d+ lines omitted …/);
+    expect(message).toContain('goroutine frame 79');
+    const ports = (await readFile(calls, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((args) => /--port (\d+)/.exec(args)?.[1]);
+    expect(ports).toHaveLength(3);
+    expect(new Set(ports).size).toBe(3);
+    expect(lines.filter((l) => l.includes('trying new ports'))).toHaveLength(2);
+
+    await rm(calls);
+    const port = await freePort();
+    await startDevServer({ cliPath: fake, port, headless: true }).catch(() => {});
+    expect((await readFile(calls, 'utf8')).trim().split('\n')).toHaveLength(1);
+  });
+
   it('names the busy port and the variable that moves it', { timeout: 30_000 }, async () => {
     const port = await freePort();
     const sockets = new Set<Socket>();
