@@ -23,9 +23,10 @@ import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import type { ServedGateway } from '../gateway/serve';
 import type { ThreadTarget } from '../protocol/schemas';
-import { benchAgent, serveBenchGateway, watchTurn, withTimeout, type BenchEnv } from './env';
+import type { ThreadEvent } from '../protocol/events';
+import { benchAgent, serveBenchGateway, wallClock, watchTurn, withTimeout, type BenchEnv } from './env';
 import { eventsUrl, firstOf, freshThread, sendOverHttp, subscribeStamped } from './gateway-bus';
-import { settledHistory } from './history';
+import { findEvent, settledHistory, splitAt, type HistoryEvent } from './history';
 import { ingestSignal, persistOnly, runIngest, type IngestRun } from './ingest-loop';
 import { summarize, type Summary } from './stats';
 
@@ -43,6 +44,26 @@ interface Sides<T> {
   gatewayLocalClient: T;
 }
 
+/**
+ * A turn split where the two paths part: the server recording the input (history, the server's clock), the first
+ * `text-delta` published (a subscriber in the bench's process, which is the worker's and the gateway's), and the
+ * first `text-delta` at the client (for the in-process client, that same subscriber: 0). One machine, one wall clock.
+ */
+export const gatewaySegments = [
+  'send → start or update recorded by the server',
+  "→ first text-delta published (a subscriber in the worker's process)",
+  '→ first text-delta at the client',
+] as const;
+
+export type GatewaySegment = (typeof gatewaySegments)[number];
+
+/** One turn on the wall clock (epoch ms); `publishedAt` is NaN where no subscriber in this process watched. */
+interface TurnStamps {
+  sentAt: number;
+  publishedAt: number;
+  receivedAt: number;
+}
+
 export interface HttpIngestCase {
   signals: number;
   failed: number;
@@ -58,6 +79,8 @@ export interface HttpResult {
   newThread: Sides<Summary>;
   /** Send → first text-delta at the client, the next message once the thread is idle again. */
   idleThread: Sides<Summary>;
+  /** The in-process client's turns and the outside client's, split at `gatewaySegments`. */
+  segments: Record<'newThread' | 'idleThread', Record<'inProcess' | 'gateway', Record<GatewaySegment, Summary>>>;
   ingest: { threads: number; concurrency: number } & Sides<HttpIngestCase>;
 }
 
@@ -67,12 +90,16 @@ export async function benchHttp(
   progress: (line: string) => void = () => undefined,
 ): Promise<HttpResult> {
   const gateway = await serveBenchGateway(env);
-  const outside = startOutsideClient();
+  const outside = startOutsideClient(env);
   try {
     progress(`  latency: ${sizes.latency.warmup} warm-up + ${sizes.latency.samples} rounds…`);
     const newThread: Sides<number[]> = { inProcess: [], gateway: [], gatewayLocalClient: [] };
     const idleThread: Sides<number[]> = { inProcess: [], gateway: [], gatewayLocalClient: [] };
-    const turns: Record<keyof Sides<unknown>, (t: ThreadTarget) => Promise<number>> = {
+    const split = { newThread: { inProcess: [], gateway: [] }, idleThread: { inProcess: [], gateway: [] } } as Record<
+      'newThread' | 'idleThread',
+      Record<'inProcess' | 'gateway', Record<GatewaySegment, number>[]>
+    >;
+    const turns: Record<keyof Sides<unknown>, (t: ThreadTarget) => Promise<TurnStamps>> = {
       inProcess: (t) => inProcessTurn(env, t),
       gateway: (t) => outside.turn(gateway.url, t),
       gatewayLocalClient: (t) => httpTurn(gateway, t),
@@ -85,12 +112,16 @@ export async function benchHttp(
         const target = freshThread('http');
         const turn = turns[side];
         const first = await turn(target);
-        await settledHistory(env, target);
+        const afterFirst = await settledHistory(env, target);
         const second = await turn(target);
-        await settledHistory(env, target);
+        const afterSecond = await settledHistory(env, target);
         if (i < sizes.latency.warmup) continue;
-        newThread[side].push(first);
-        idleThread[side].push(second);
+        newThread[side].push(first.receivedAt - first.sentAt);
+        idleThread[side].push(second.receivedAt - second.sentAt);
+        if (side === 'gatewayLocalClient') continue;
+        split.newThread[side].push(splitTurn(first, findEvent(afterFirst.events, 0, 'WorkflowExecutionStarted')));
+        const woken = findEvent(afterSecond.events, afterFirst.events.length, 'WorkflowTaskScheduled');
+        split.idleThread[side].push(splitTurn(second, woken));
       }
     }
     const { threads, signals, concurrency } = sizes.ingest;
@@ -115,6 +146,16 @@ export async function benchHttp(
       warmup: sizes.latency.warmup,
       newThread: summarizeSides(newThread),
       idleThread: summarizeSides(idleThread),
+      segments: {
+        newThread: {
+          inProcess: summarizeSplit(split.newThread.inProcess),
+          gateway: summarizeSplit(split.newThread.gateway),
+        },
+        idleThread: {
+          inProcess: summarizeSplit(split.idleThread.inProcess),
+          gateway: summarizeSplit(split.idleThread.gateway),
+        },
+      },
       ingest: {
         threads,
         concurrency,
@@ -129,6 +170,16 @@ export async function benchHttp(
   }
 }
 
+function splitTurn(turn: TurnStamps, recorded: HistoryEvent): Record<GatewaySegment, number> {
+  return splitAt(gatewaySegments, [turn.sentAt, recorded.at, turn.publishedAt, turn.receivedAt]);
+}
+
+function summarizeSplit(samples: Record<GatewaySegment, number>[]): Record<GatewaySegment, Summary> {
+  return Object.fromEntries(
+    gatewaySegments.map((name) => [name, summarize(samples.map((sample) => sample[name]))]),
+  ) as Record<GatewaySegment, Summary>;
+}
+
 function summarizeSides(x: Sides<number[]>): Sides<Summary> {
   return {
     inProcess: summarize(x.inProcess),
@@ -141,16 +192,17 @@ function summarizeSides(x: Sides<number[]>): Sides<Summary> {
 interface OutsideAnswer {
   id: number;
   error?: string;
-  /** A turn's answer. */
-  firstDeltaMs?: number;
+  /** A turn's answer: when the POST went out and the first text-delta came in (epoch ms). */
+  sentAt?: number;
+  firstDeltaAt?: number;
 }
 
 /**
  * The client process of bench/http-client-process.ts, one job at a time: a turn (send → first text-delta in ms), or an
  * ingest run over kept-alive connections.
  */
-function startOutsideClient(): {
-  turn(gatewayUrl: string, target: ThreadTarget): Promise<number>;
+function startOutsideClient(env: BenchEnv): {
+  turn(gatewayUrl: string, target: ThreadTarget): Promise<TurnStamps>;
   ingest(gatewayUrl: string, signals: number, threads: number, concurrency: number): Promise<IngestRun>;
   close(): void;
 } {
@@ -182,7 +234,15 @@ function startOutsideClient(): {
     async turn(gatewayUrl, target) {
       const message = `http ${randomUUID()}`;
       const job = { gatewayUrl, agentId: benchAgent.id, ...target, message };
-      return (await ask(job, 'a gateway turn timed by the outside client')).firstDeltaMs!;
+      // The subscriber stamps the first text-delta as published: the gateway's own subscription sees it as soon.
+      const sub = env.agent.subscribeToThread(target);
+      try {
+        const published = firstDeltaOf(sub.stream);
+        const { sentAt, firstDeltaAt } = await ask(job, 'a gateway turn timed by the outside client');
+        return { sentAt: sentAt!, publishedAt: await published, receivedAt: firstDeltaAt! };
+      } finally {
+        sub.unsubscribe();
+      }
     },
     async ingest(gatewayUrl, signals, threads, concurrency) {
       const targets = Array.from({ length: threads }, () => freshThread('http-ingest'));
@@ -198,7 +258,7 @@ function startOutsideClient(): {
   };
 }
 
-async function inProcessTurn(env: BenchEnv, target: ThreadTarget): Promise<number> {
+async function inProcessTurn(env: BenchEnv, target: ThreadTarget): Promise<TurnStamps> {
   const sub = env.agent.subscribeToThread(target);
   try {
     const watching = watchTurn(sub.stream);
@@ -207,13 +267,21 @@ async function inProcessTurn(env: BenchEnv, target: ThreadTarget): Promise<numbe
       Promise.all([watching, env.agent.sendMessage(`http floor ${randomUUID()}`, target)]),
       'an in-process turn',
     );
-    return turn.firstDelta - t0;
+    return { sentAt: wallClock(t0), publishedAt: wallClock(turn.firstDelta), receivedAt: wallClock(turn.firstDelta) };
   } finally {
     sub.unsubscribe();
   }
 }
 
-async function httpTurn(gateway: ServedGateway, target: ThreadTarget): Promise<number> {
+/** When the first `text-delta` reached this subscriber (epoch ms); NaN if the stream ended first. */
+async function firstDeltaOf(stream: AsyncIterable<ThreadEvent>): Promise<number> {
+  for await (const event of stream) {
+    if (event.type === 'text-delta') return wallClock(performance.now());
+  }
+  return NaN;
+}
+
+async function httpTurn(gateway: ServedGateway, target: ThreadTarget): Promise<TurnStamps> {
   // Resolves once the response headers arrived: the gateway has subscribed.
   const sse = await subscribeStamped(eventsUrl(gateway.url, target), { until: (e) => e.type === 'finish' });
   try {
@@ -222,7 +290,7 @@ async function httpTurn(gateway: ServedGateway, target: ThreadTarget): Promise<n
       Promise.all([sse.received, sendOverHttp(gateway.url, `http ${randomUUID()}`, target)]),
       'a gateway turn',
     );
-    return firstOf(events, 'text-delta').at - t0;
+    return { sentAt: wallClock(t0), publishedAt: NaN, receivedAt: wallClock(firstOf(events, 'text-delta').at) };
   } finally {
     sse.close();
   }

@@ -9,7 +9,7 @@ import { floorLatencySeries, type FloorLatencyName } from './floor/latency';
 import type { GatewayBusResult } from './gateway-bus';
 import type { GatewayMemoryResult } from './gateway-memory';
 import type { GatewayFigures } from './gateway-memory-process';
-import type { HttpResult } from './http';
+import { gatewaySegments, type HttpResult } from './http';
 import type { MemoryResult } from './memory';
 import type { HistoryResult } from './history';
 import type { IdleWakeResult, WakeSeries } from './idle-wake';
@@ -912,6 +912,23 @@ function httpSection(h: HttpResult): string[] {
     '| --- | ---: | ---: | ---: | ---: | ---: |',
     row('new thread', h.newThread),
     row('idle thread', h.idleThread),
+    '',
+    "Where the two paths part, p50 ms: the server recording the input (history, the server's clock), the first " +
+      "`text-delta` published (stamped by a subscriber in the bench's process, which is the worker's and the " +
+      "gateway's; the gateway's own subscription sees it as soon), and the first `text-delta` at the client (the " +
+      'in-process client is that subscriber, so 0). Each row is the time since the row before.',
+    '',
+    '| segment | new thread: in-process | new thread: gateway | idle thread: in-process | idle thread: gateway | ' +
+      'idle: gateway − in-process |',
+    '| --- | ---: | ---: | ---: | ---: | ---: |',
+    ...gatewaySegments.map((name) => {
+      const p50 = (x: HttpResult['segments']['newThread']['inProcess']) => x[name].p50;
+      const { newThread: n, idleThread: i } = h.segments;
+      return (
+        `| ${name} | ${ms(p50(n.inProcess))} | ${ms(p50(n.gateway))} | ${ms(p50(i.inProcess))} | ` +
+        `${ms(p50(i.gateway))} | ${signed(p50(i.gateway) - p50(i.inProcess), 1)} |`
+      );
+    }),
     '',
     `Persist-only signals round-robin over ${int(h.ingest.threads)} fresh threads, ${h.ingest.concurrency} in flight ` +
       '(`POST /api/agents/bench/signals` against `sendSignal`), each path in two halves run A B C C B A. The client ' +

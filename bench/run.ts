@@ -89,7 +89,7 @@ const sizes = quick
         settleSeconds: 300,
       },
       pacedNotifications: { notifications: 2_000, threads: 100, ratePerSecond: 46.5 },
-      http: { latency: { samples: 100, warmup: 5 }, ingest: { threads: 500, signals: 1_000, concurrency: 32 } },
+      http: { latency: { samples: 100, warmup: 5 }, ingest: { threads: 500, signals: 4_000, concurrency: 32 } },
       memory: { cacheSize: 500, stages: [500, 1_500, 4_000, 7_000, 10_000], concurrency: 32 },
       gatewayMemory: { subscribers: 1_000, chunks: 8_000, rounds: 2 },
     };

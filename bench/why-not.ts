@@ -28,6 +28,8 @@ export interface WhyNotInputs {
   notifications: NotificationCaseFigures & { floor: { eventsPerInput: number }; paced: NotificationCaseFigures };
   memory: { rssPerEvictedThread: number; rssPerEvictedThreadStandardError?: number; heapPerEvictedThread: number };
   http: Record<'newThread' | 'idleThread', Record<'gateway' | 'gatewayLocalClient', { p50: number }>> & {
+    /** Each side's turn split where the paths part (bench/http.ts, `gatewaySegments`), in that order. */
+    segments: Record<'newThread' | 'idleThread', Record<'inProcess' | 'gateway', Record<string, { p50: number }>>>;
     ingest: Record<'inProcess' | 'gateway' | 'gatewayLocalClient', { acceptedPerSecond: number }>;
   };
 }
@@ -209,11 +211,20 @@ export function whyNot(rows: TargetRow[], r: WhyNotInputs): WhyNot[] {
   explain(['10a', '10b'], () => {
     const x = r.http;
     const inside = (side: typeof x.idleThread) => f1(side.gatewayLocalClient.p50 - side.gateway.p50);
+    const { inProcess, gateway } = x.segments.idleThread;
+    const split = Object.keys(gateway)
+      .map((name) => {
+        const [a, b] = [gateway[name].p50, inProcess[name]?.p50 ?? NaN];
+        return `${name}: ${f1(a)} vs ${f1(b)} (${signed(a - b)})`;
+      })
+      .join('; ');
     return (
-      'The gateway adds an HTTP request (parsing, auth, JSON validation) before the client call and an SSE hop (the ' +
-      'bus subscription, serialization, a socket write) after it; docs/performance.md splits them. A client inside ' +
-      `the bench's process would add ${inside(x.idleThread)} ms (idle) and ${inside(x.newThread)} ms (new) more at ` +
-      "p50: it reads its socket only after the worker's step burst (see (i))."
+      `The idle wake through the gateway beside the in-process client, p50 ms (see (i)): ${split}. The first row ` +
+      'holds the HTTP request (the client process writing it, the gateway parsing, authorizing and validating it, ' +
+      'then the same client call); the last is the SSE hop (framing, the socket write, the client process waking ' +
+      'and parsing); the middle is the same workflow and step, with the gateway and a third process on the 2 ' +
+      `cores. A client inside the bench's process would add ${inside(x.idleThread)} ms (idle) and ` +
+      `${inside(x.newThread)} ms (new) more at p50: it reads its socket only after the worker's step burst.`
     );
   });
   explain(['10c'], () => {

@@ -76,12 +76,24 @@ function inputs(): WhyNotInputs {
     http: {
       newThread: { gateway: { p50: 42 }, gatewayLocalClient: { p50: 51.5 } },
       idleThread: { gateway: { p50: 22.5 }, gatewayLocalClient: { p50: 35 } },
+      segments: {
+        newThread: { inProcess: split(3, 35, 0), gateway: split(4.5, 35.5, 1) },
+        idleThread: { inProcess: split(2, 18, 0), gateway: split(3.5, 18.5, 1.2) },
+      },
       ingest: {
         inProcess: { acceptedPerSecond: 100 },
         gateway: { acceptedPerSecond: 85 },
         gatewayLocalClient: { acceptedPerSecond: 70 },
       },
     },
+  };
+}
+
+function split(recorded: number, published: number, received: number) {
+  return {
+    'send → start or update recorded by the server': { p50: recorded },
+    "→ first text-delta published (a subscriber in the worker's process)": { p50: published },
+    '→ first text-delta at the client': { p50: received },
   };
 }
 
@@ -120,6 +132,13 @@ describe('why the unmet targets are not met', () => {
     const [gateway] = whyNot([row('10a', false), row('10b', false)], inputs());
     expect(gateway.ids).toEqual(['10a', '10b']);
     expect(gateway.text).toContain('would add 12.5 ms (idle) and 9.5 ms (new) more');
+  });
+
+  it('splits the idle wake through the gateway where it parts from the in-process client', () => {
+    const [gateway] = whyNot([row('10a', false)], inputs());
+    expect(gateway.text).toContain('send → start or update recorded by the server: 3.5 vs 2.0 (+1.5)');
+    expect(gateway.text).toContain("published (a subscriber in the worker's process): 18.5 vs 18.0 (+0.5)");
+    expect(gateway.text).toContain('→ first text-delta at the client: 1.2 vs 0.0 (+1.2)');
   });
 
   it('puts HTTP ingest beside the in-process rate, with both clients', () => {
