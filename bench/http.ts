@@ -28,6 +28,7 @@ import { benchAgent, serveBenchGateway, wallClock, watchTurn, withTimeout, type 
 import { eventsUrl, firstOf, freshThread, sendOverHttp, subscribeStamped } from './gateway-bus';
 import { findEvent, settledHistory, splitAt, type HistoryEvent } from './history';
 import { ingestSignal, persistOnly, runIngest, type IngestRun } from './ingest-loop';
+import { cpuSnapshot, processCpuSeconds } from './signal-ingest';
 import { summarize, type Summary } from './stats';
 
 export interface HttpSizes {
@@ -66,6 +67,11 @@ interface TurnStamps {
 
 export interface HttpIngestCase {
   signals: number;
+  /**
+   * CPU ms per accepted signal of each process, from the half's start until its signals were handled (this process
+   * and the dev server quiet again).
+   */
+  cpuMsPerSignal: Record<keyof CpuSeconds, number>;
   failed: number;
   durationMs: number;
   acceptedPerSecond: number;
@@ -134,12 +140,18 @@ export async function benchHttp(
     const halfThreads = Math.ceil(threads / 2);
     const runs: Record<IngestSide, IngestRun[]> = { inProcess: [], gateway: [], gatewayLocalClient: [] };
     const sides: readonly IngestSide[] = ['inProcess', 'gateway', 'gatewayLocalClient'];
+    const cpu: Record<IngestSide, CpuSeconds[]> = { inProcess: [], gateway: [], gatewayLocalClient: [] };
+    await untilQuiet();
     for (const side of [...sides, ...[...sides].reverse()]) {
+      const before = cpuNow(outside.pid);
       runs[side].push(
         side === 'gateway'
           ? await outside.ingest(gateway.url, half, halfThreads, concurrency)
           : await ingest(half, halfThreads, concurrency, side === 'inProcess' ? sendInProcess : sendViaGateway),
       );
+      // The signals accepted are handled (workflow tasks) after the half: their CPU is the half's too.
+      await untilQuiet();
+      cpu[side].push(cpuSince(before, cpuNow(outside.pid)));
     }
     return {
       samples: sizes.latency.samples,
@@ -159,9 +171,9 @@ export async function benchHttp(
       ingest: {
         threads,
         concurrency,
-        inProcess: combine(runs.inProcess),
-        gateway: combine(runs.gateway),
-        gatewayLocalClient: combine(runs.gatewayLocalClient),
+        inProcess: combine(runs.inProcess, cpu.inProcess),
+        gateway: combine(runs.gateway, cpu.gateway),
+        gatewayLocalClient: combine(runs.gatewayLocalClient, cpu.gatewayLocalClient),
       },
     };
   } finally {
@@ -205,6 +217,7 @@ function startOutsideClient(env: BenchEnv): {
   turn(gatewayUrl: string, target: ThreadTarget): Promise<TurnStamps>;
   ingest(gatewayUrl: string, signals: number, threads: number, concurrency: number): Promise<IngestRun>;
   close(): void;
+  pid: number | undefined;
 } {
   const script = fileURLToPath(new URL('./http-client-process.ts', import.meta.url));
   const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['pipe', 'pipe', 'inherit'] });
@@ -255,6 +268,7 @@ function startOutsideClient(env: BenchEnv): {
       child.stdin.end();
       child.kill();
     },
+    pid: child.pid,
   };
 }
 
@@ -320,11 +334,59 @@ function reportFailures(run: IngestRun): IngestRun {
   return run;
 }
 
-function combine(runs: IngestRun[]): HttpIngestCase {
+/** CPU seconds of the three processes a case runs on. */
+interface CpuSeconds {
+  /** The bench's process: the worker, the client, the gateway (and the inside HTTP client). */
+  benchProcess: number;
+  devServer: number;
+  /** bench/http-client-process.ts: the outside HTTP client. */
+  clientProcess: number;
+}
+
+function cpuNow(clientPid: number | undefined): CpuSeconds {
+  const { process: benchProcess, server: devServer } = cpuSnapshot();
+  return { benchProcess, devServer, clientProcess: processCpuSeconds(clientPid) };
+}
+
+function cpuSince(before: CpuSeconds, after: CpuSeconds): CpuSeconds {
+  return {
+    benchProcess: after.benchProcess - before.benchProcess,
+    devServer: after.devServer - before.devServer,
+    clientProcess: after.clientProcess - before.clientProcess,
+  };
+}
+
+const QUIET_SHARE = 0.15;
+const QUIET_WINDOW_MS = 300;
+const QUIET_MAX_MS = 30_000;
+
+/**
+ * Waits until this process and the dev server together use less than 15 % of a core over 300 ms (at most 30 s): the
+ * workflow tasks that handle the signals just accepted have run.
+ */
+async function untilQuiet(): Promise<void> {
+  const deadline = performance.now() + QUIET_MAX_MS;
+  while (performance.now() < deadline) {
+    const before = cpuSnapshot();
+    await new Promise((resolve) => setTimeout(resolve, QUIET_WINDOW_MS));
+    const after = cpuSnapshot();
+    const used = after.process - before.process + (after.server - before.server || 0);
+    if (used < (QUIET_SHARE * QUIET_WINDOW_MS) / 1000) return;
+  }
+}
+
+function combine(runs: IngestRun[], cpu: CpuSeconds[]): HttpIngestCase {
   const latencies = runs.flatMap((run) => run.latencies);
   const failed = runs.reduce((sum, run) => sum + run.failed, 0);
   const durationMs = runs.reduce((sum, run) => sum + run.durationMs, 0);
+  const perSignalMs = (key: keyof CpuSeconds) =>
+    (1000 * cpu.reduce((sum, x) => sum + x[key], 0)) / Math.max(1, latencies.length);
   return {
+    cpuMsPerSignal: {
+      benchProcess: perSignalMs('benchProcess'),
+      devServer: perSignalMs('devServer'),
+      clientProcess: perSignalMs('clientProcess'),
+    },
     signals: latencies.length + failed,
     failed,
     durationMs: Math.round(durationMs),

@@ -892,9 +892,14 @@ function httpSection(h: HttpResult): string[] {
   const row = (name: string, side: HttpResult['newThread']) =>
     `| ${name} | ${pcts(side.inProcess)} | ${pcts(side.gateway)} | ${signed(side.gateway.p50 - side.inProcess.p50, 1)} | ` +
     `${pcts(side.gatewayLocalClient)} | ${signed(side.gatewayLocalClient.p50 - side.inProcess.p50, 1)} |`;
-  const ingestRow = (name: string, x: HttpResult['ingest']['inProcess']) =>
-    `| ${name} | ${int(x.signals - x.failed)}${x.failed ? ` (${x.failed} failed)` : ''} | ${sec(x.durationMs)} | ` +
-    `**${x.acceptedPerSecond.toFixed(1)}** | ${pcts(x.acceptLatency)} |`;
+  const ingestRow = (name: string, x: HttpResult['ingest']['inProcess']) => {
+    const { benchProcess, devServer, clientProcess } = x.cpuMsPerSignal;
+    return (
+      `| ${name} | ${int(x.signals - x.failed)}${x.failed ? ` (${x.failed} failed)` : ''} | ${sec(x.durationMs)} | ` +
+      `**${x.acceptedPerSecond.toFixed(1)}** | ${pcts(x.acceptLatency)} | ${benchProcess.toFixed(2)} | ` +
+      `${devServer.toFixed(2)} | ${clientProcess.toFixed(2)} | ${(benchProcess + devServer + clientProcess).toFixed(2)} |`
+    );
+  };
   return [
     '## (i) Through the HTTP gateway, as users see it',
     '',
@@ -935,8 +940,13 @@ function httpSection(h: HttpResult): string[] {
       "outside (Node's `http`, kept-alive connections) is the target's (10c); the one inside (undici `fetch`) spends " +
       "about 1 ms of this process's CPU per request on its own work, which the gateway and the worker then lack.",
     '',
-    '| path | accepted | wall s | accepted/s | latency p50 / p90 / p99 |',
-    '| --- | ---: | ---: | ---: | ---: |',
+    "CPU per accepted signal, ms, of each process from a half's start until its signals were handled (the bench's " +
+      "process and the dev server quiet again): the bench's process runs the worker, the client and the gateway (and " +
+      'the inside client); the client process is the outside one, idle in the other cases. All three share 2 cores.',
+    '',
+    '| path | accepted | wall s | accepted/s | latency p50 / p90 / p99 | CPU: bench process | dev server | ' +
+      'client process | all |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ingestRow('in-process client', h.ingest.inProcess),
     ingestRow('gateway, client outside', h.ingest.gateway),
     ingestRow('gateway, client inside', h.ingest.gatewayLocalClient),

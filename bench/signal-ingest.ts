@@ -730,17 +730,31 @@ export function cpuSnapshot(): { process: number; server: number } {
   try {
     for (const pid of readdirSync('/proc')) {
       if (!/^\d+$/.test(pid)) continue;
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      // fields[1] is the parent pid; [11] and [12] are user and system time in clock ticks (100 per second).
-      if (name === 'temporal' && fields[1] === String(process.pid))
-        server = (Number(fields[11]) + Number(fields[12])) / 100;
+      const stat = readProcStat(Number(pid));
+      if (stat?.name === 'temporal' && stat.parent === process.pid) server = stat.cpuSeconds;
     }
   } catch {
     // No /proc: the server's share stays unknown.
   }
   return { process: (user + system) / 1e6, server };
+}
+
+/** CPU seconds so far of process `pid` (user + system, from /proc); NaN when it cannot be read. */
+export function processCpuSeconds(pid: number | undefined): number {
+  return pid === undefined ? NaN : (readProcStat(pid)?.cpuSeconds ?? NaN);
+}
+
+function readProcStat(pid: number): { name: string; parent: number; cpuSeconds: number } | null {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null; // Gone, or no /proc.
+  }
+  const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // fields[1] is the parent pid; [11] and [12] are user and system time in clock ticks (100 per second).
+  return { name, parent: Number(fields[1]), cpuSeconds: (Number(fields[11]) + Number(fields[12])) / 100 };
 }
 
 const round = (x: number) => Math.round(x * 100) / 100;

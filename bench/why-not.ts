@@ -30,7 +30,10 @@ export interface WhyNotInputs {
   http: Record<'newThread' | 'idleThread', Record<'gateway' | 'gatewayLocalClient', { p50: number }>> & {
     /** Each side's turn split where the paths part (bench/http.ts, `gatewaySegments`), in that order. */
     segments: Record<'newThread' | 'idleThread', Record<'inProcess' | 'gateway', Record<string, { p50: number }>>>;
-    ingest: Record<'inProcess' | 'gateway' | 'gatewayLocalClient', { acceptedPerSecond: number }>;
+    ingest: Record<
+      'inProcess' | 'gateway' | 'gatewayLocalClient',
+      { acceptedPerSecond: number; cpuMsPerSignal: Record<'benchProcess' | 'devServer' | 'clientProcess', number> }
+    >;
   };
 }
 
@@ -230,12 +233,20 @@ export function whyNot(rows: TargetRow[], r: WhyNotInputs): WhyNot[] {
   explain(['10c'], () => {
     const x = r.http.ingest;
     const share = (rate: number) => `${Math.round((100 * rate) / x.inProcess.acceptedPerSecond)} %`;
+    const cpu = (c: typeof x.inProcess) => {
+      const { benchProcess: b, devServer: d, clientProcess: k } = c.cpuMsPerSignal;
+      return { b, d, k, all: b + d + k };
+    };
+    const [inside, outside] = [cpu(x.inProcess), cpu(x.gateway)];
     return (
       `Persist-only signals through the gateway, driven from a process of their own: ` +
       `${f1(x.gateway.acceptedPerSecond)}/s against ${f1(x.inProcess.acceptedPerSecond)}/s in-process ` +
-      `(${share(x.gateway.acceptedPerSecond)}). Each request costs the gateway's process CPU beyond the client call ` +
-      '(HTTP parsing, routing, validation, the request log and metrics: about 0.6 ms with `fetch` in the same ' +
-      'process, docs/performance.md), on the 2 cores the worker, the dev server and the client process share. ' +
+      `(${share(x.gateway.acceptedPerSecond)}). CPU per signal (accepted and handled), ms: in-process ` +
+      `${f2(inside.b)} in the bench's process + ${f2(inside.d)} in the dev server = ${f2(inside.all)}; through the ` +
+      `gateway ${f2(outside.b)} + ${f2(outside.d)} + ${f2(outside.k)} in the client process = ${f2(outside.all)} ` +
+      `(${signed(outside.all - inside.all)}). The three processes share 2 cores, so the extra CPU per request (HTTP ` +
+      'parsing and writing on both ends, routing, validation, the request log and metrics; docs/performance.md) ' +
+      `costs rate: ${f2(inside.all)} / ${f2(outside.all)} = ${Math.round((100 * inside.all) / outside.all)} %. ` +
       `Driven by \`fetch\` inside the bench's process: ${f1(x.gatewayLocalClient.acceptedPerSecond)}/s ` +
       `(${share(x.gatewayLocalClient.acceptedPerSecond)}).`
     );

@@ -81,9 +81,12 @@ function inputs(): WhyNotInputs {
         idleThread: { inProcess: split(2, 18, 0), gateway: split(3.5, 18.5, 1.2) },
       },
       ingest: {
-        inProcess: { acceptedPerSecond: 100 },
-        gateway: { acceptedPerSecond: 85 },
-        gatewayLocalClient: { acceptedPerSecond: 70 },
+        inProcess: { acceptedPerSecond: 100, cpuMsPerSignal: { benchProcess: 3, devServer: 5, clientProcess: 0 } },
+        gateway: { acceptedPerSecond: 85, cpuMsPerSignal: { benchProcess: 4, devServer: 5, clientProcess: 1 } },
+        gatewayLocalClient: {
+          acceptedPerSecond: 70,
+          cpuMsPerSignal: { benchProcess: 5.5, devServer: 5, clientProcess: 0 },
+        },
       },
     },
   };
@@ -146,6 +149,9 @@ describe('why the unmet targets are not met', () => {
     expect(ingest.ids).toEqual(['10c']);
     expect(ingest.text).toContain('85.0/s against 100.0/s in-process (85 %)');
     expect(ingest.text).toContain('70.0/s (70 %)');
+    expect(ingest.text).toContain("in-process 3.00 in the bench's process + 5.00 in the dev server = 8.00");
+    expect(ingest.text).toContain('4.00 + 5.00 + 1.00 in the client process = 10.00 (+2.0)');
+    expect(ingest.text).toContain('8.00 / 10.00 = 80 %');
   });
 
   it('splits a turn into the bare update-and-activity turn and what Threadline adds', () => {
