@@ -414,8 +414,11 @@ export class ThreadlineClient {
       throw this.taskFailingError(err);
     }
     if (err instanceof WorkflowUpdateFailedError) {
+      if (unprocessedUpdate(err)) {
+        if (await this.waitToResend(since, attempt)) return true;
+        throw this.unprocessedError(err);
+      }
       const message = (err.cause as Error | undefined)?.message ?? err.message;
-      if (/wasn't processed by worker/.test(message) && (await this.waitToResend(since, attempt))) return true;
       throw errorFromRefusal(err) ?? new ConflictError(message, { cause: err });
     }
     if (isRetryableRpc(err) && (await this.waitToResend(since, attempt))) return true;
@@ -444,6 +447,17 @@ export class ThreadlineClient {
         `or it keeps failing) and Temporal refuses inputs until it completes; still so after ` +
         `${this.deliveryTimeoutMs} ms (THREADLINE_DELIVERY_TIMEOUT_MS). Nothing was delivered: send it again with ` +
         'the same id.',
+      { cause: err, retryAfterSeconds: TASK_RETRY_AFTER_SECONDS },
+    );
+  }
+
+  /** Still handed back unprocessed at the deadline: the input is not in the thread, and sending it again is safe. */
+  private unprocessedError(err: unknown): UnavailableError {
+    return new UnavailableError(
+      'Could not deliver the input: Temporal handed the update back unprocessed (`UnprocessedUpdate`: a workflow ' +
+        'task that carried it completed without accepting or refusing it); still so after ' +
+        `${this.deliveryTimeoutMs} ms (THREADLINE_DELIVERY_TIMEOUT_MS). Nothing was delivered: send it again with the ` +
+        'same id.',
       { cause: err, retryAfterSeconds: TASK_RETRY_AFTER_SECONDS },
     );
   }
@@ -740,6 +754,16 @@ function refusalOf(err: unknown): { type: FailureType; message: string; details:
   const cause = err instanceof WorkflowUpdateFailedError ? err.cause : err;
   if (!(cause instanceof ApplicationFailure) || !isFailureType(cause.type)) return null;
   return { type: cause.type, message: cause.message, details: cause.details?.[0] };
+}
+
+/**
+ * The server turned the update back without the workflow seeing it (`UnprocessedUpdate`: a workflow task that carried
+ * it completed without accepting or rejecting it). Nothing was recorded; the same update may be sent again.
+ */
+function unprocessedUpdate(err: WorkflowUpdateFailedError): boolean {
+  const cause = err.cause;
+  if (cause instanceof ApplicationFailure && cause.type === 'UnprocessedUpdate') return true;
+  return /wasn't processed by worker/.test(cause?.message ?? err.message);
 }
 
 /** The client error for a refusal, by its type: the one place failure types become error classes. */

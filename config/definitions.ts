@@ -209,7 +209,7 @@ export const definitions = {
     type: wholeNumber(1),
     default: 30_000,
     description:
-      "how long the gateway keeps resending an input Temporal refuses for a passing reason (busy, unreachable, or the thread's workflow task on a retry attempt after a worker died), in milliseconds; still refused then: 503 with Retry-After (send again with the same id)",
+      "how long the gateway keeps resending an input Temporal refuses for a passing reason (busy, unreachable, an update handed back unprocessed, or the thread's workflow task on a retry attempt after a worker died), in milliseconds; still refused then: 503 with Retry-After (send again with the same id)",
     readBy: SERVES_HTTP,
   }),
   httpHeadersTimeoutMs: withDefault({
