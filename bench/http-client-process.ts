@@ -6,10 +6,9 @@
  * Reads JSON lines on stdin, one job each, and answers each with one JSON line on stdout (`{ id, error }` when it
  * failed):
  * - a turn, `{ id, gatewayUrl, agentId, resourceId, threadId, message }`: opens the thread's SSE stream, waits for its
- *   headers (the gateway has subscribed), then sends `POST send-message` and times, from just before the POST, the
- *   answer and the first `text-delta` frame; it reads on until `finish`, closes, and answers
- *   `{ id, answeredMs, firstDeltaMs, sentAt, firstDeltaAt }` (the last two on the wall clock, epoch ms, to set beside
- *   the bench process's own stamps);
+ *   headers (the gateway has subscribed), then sends `POST send-message`, stamps just before the POST and the first
+ *   `text-delta` frame's arrival, waits for the POST's answer, reads on until `finish`, closes, and answers
+ *   `{ id, sentAt, firstDeltaAt }` (on the wall clock, epoch ms, to set beside the bench process's own stamps);
  * - an ingest, `{ id, kind: 'ingest', gatewayUrl, agentId, targets, signals, concurrency }`: sends `signals`
  *   persist-only signals round-robin over `targets` with `POST /api/agents/:agentId/signals`, `concurrency` in flight
  *   over as many kept-alive connections, and answers `{ id, latencies, failed, firstError, durationMs }`.
@@ -99,9 +98,7 @@ function readTurn(response: IncomingMessage): Promise<number> {
   });
 }
 
-async function turn(
-  t: Turn,
-): Promise<{ answeredMs: number; firstDeltaMs: number; sentAt: number; firstDeltaAt: number }> {
+async function turn(t: Turn): Promise<{ sentAt: number; firstDeltaAt: number }> {
   const thread = `${encodeURIComponent(t.resourceId)}/${encodeURIComponent(t.threadId)}`;
   const stream = await openStream(`${t.gatewayUrl}/api/threads/${thread}/events`);
   const timeout = setTimeout(() => stream.close(), TURN_TIMEOUT_MS);
@@ -112,15 +109,10 @@ async function turn(
       message: t.message,
       resourceId: t.resourceId,
       threadId: t.threadId,
-    }).then(() => performance.now());
-    const [answeredAt, firstDeltaAt] = await Promise.all([answered, reading]);
+    });
+    const [, firstDeltaAt] = await Promise.all([answered, reading]);
     const epoch = (at: number) => performance.timeOrigin + at;
-    return {
-      answeredMs: answeredAt - t0,
-      firstDeltaMs: firstDeltaAt - t0,
-      sentAt: epoch(t0),
-      firstDeltaAt: epoch(firstDeltaAt),
-    };
+    return { sentAt: epoch(t0), firstDeltaAt: epoch(firstDeltaAt) };
   } finally {
     clearTimeout(timeout);
     stream.close();

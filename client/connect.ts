@@ -411,12 +411,12 @@ export class ThreadlineClient {
     }
     if (workflowTaskFailing(err)) {
       if (await this.waitToResend(since, attempt)) return true;
-      throw this.taskFailingError(err);
+      throw this.deadlineError(TASK_RETRYING, err);
     }
     if (err instanceof WorkflowUpdateFailedError) {
       if (unprocessedUpdate(err)) {
         if (await this.waitToResend(since, attempt)) return true;
-        throw this.unprocessedError(err);
+        throw this.deadlineError(UPDATE_UNPROCESSED, err);
       }
       const message = (err.cause as Error | undefined)?.message ?? err.message;
       throw errorFromRefusal(err) ?? new ConflictError(message, { cause: err });
@@ -440,24 +440,14 @@ export class ThreadlineClient {
     return true;
   }
 
-  /** Still refused at the deadline because the thread's workflow task is on a retry attempt: a 503 to send again. */
-  private taskFailingError(err: unknown): UnavailableError {
+  /**
+   * Still refused at the deadline for a passing reason (`why`): a 503 with Retry-After, nothing delivered, safe to send
+   * again with the same id.
+   */
+  private deadlineError(why: string, err: unknown): UnavailableError {
     return new UnavailableError(
-      "Could not deliver the input: the thread's workflow task is being retried (a worker stopped while holding it, " +
-        `or it keeps failing) and Temporal refuses inputs until it completes; still so after ` +
-        `${this.deliveryTimeoutMs} ms (THREADLINE_DELIVERY_TIMEOUT_MS). Nothing was delivered: send it again with ` +
-        'the same id.',
-      { cause: err, retryAfterSeconds: TASK_RETRY_AFTER_SECONDS },
-    );
-  }
-
-  /** Still handed back unprocessed at the deadline: the input is not in the thread, and sending it again is safe. */
-  private unprocessedError(err: unknown): UnavailableError {
-    return new UnavailableError(
-      'Could not deliver the input: Temporal handed the update back unprocessed (`UnprocessedUpdate`: a workflow ' +
-        'task that carried it completed without accepting or refusing it); still so after ' +
-        `${this.deliveryTimeoutMs} ms (THREADLINE_DELIVERY_TIMEOUT_MS). Nothing was delivered: send it again with the ` +
-        'same id.',
+      `Could not deliver the input: ${why}; still so after ${this.deliveryTimeoutMs} ms ` +
+        '(THREADLINE_DELIVERY_TIMEOUT_MS). Nothing was delivered: send it again with the same id.',
       { cause: err, retryAfterSeconds: TASK_RETRY_AFTER_SECONDS },
     );
   }
@@ -575,7 +565,7 @@ export class ThreadlineClient {
         return await handle.executeUpdate(update, { args: [request] });
       } catch (err) {
         if (!workflowTaskFailing(err)) return controlRefusal(err);
-        if (!(await this.waitToResend(since, attempt))) throw this.taskFailingError(err);
+        if (!(await this.waitToResend(since, attempt))) throw this.deadlineError(TASK_RETRYING, err);
       }
     }
   }
@@ -748,6 +738,14 @@ export async function connect(options: ConnectOptions = {}): Promise<ThreadlineC
   const temporal = new Client({ connection, namespace: options.namespace ?? settings.namespace });
   return new ThreadlineClient(temporal, { ...options, taskQueue: options.taskQueue ?? settings.taskQueue }, connection);
 }
+
+/** Why an input was still refused at the deadline (`deadlineError`). */
+const TASK_RETRYING =
+  "the thread's workflow task is being retried (a worker stopped while holding it, or it keeps failing) and Temporal " +
+  'refuses inputs until it completes';
+const UPDATE_UNPROCESSED =
+  'Temporal handed the update back unprocessed (`UnprocessedUpdate`: a workflow task that carried it completed ' +
+  'without accepting or refusing it)';
 
 /** The thread's typed refusal inside an update failure, if it is one. */
 function refusalOf(err: unknown): { type: FailureType; message: string; details: unknown } | null {
