@@ -69,7 +69,7 @@ export type InterruptVariant = keyof typeof interruptVariants;
 
 export const interruptSegments = [
   'send → step cancellation requested (update accepted, workflow task completed; server)',
-  '→ step cancellation recorded (cancel delivered in a heartbeat response, model call aborted; server)',
+  '→ step reported cancelled (notice heard on the bus, model call aborted, cancellation confirmed by the server; server)',
   '→ next step activity task started',
   '→ next model request received',
   '→ first text-delta of the new step at subscriber',

@@ -373,7 +373,9 @@ const inFlightRejections = (x: IngestCase) => sumWhere(x.rpcAttempts, (key) => /
 const closingRejections = (x: IngestCase) => sumWhere(x.rpcAttempts, (key) => /workflow is closing/.test(key));
 const kib = (bytes: number) =>
   Number.isFinite(bytes) ? `${Math.round(bytes / 1024).toLocaleString('en-US')} KiB` : '–';
-const perTask = (x: IngestCase) => x.history.updatesAccepted / Math.max(1, x.history.workflowTasks);
+/** Inputs (updates accepted, signals recorded) per workflow task. */
+const perTask = (x: IngestCase) =>
+  (x.history.updatesAccepted + (x.history.signalsRecorded ?? 0)) / Math.max(1, x.history.workflowTasks);
 const cpuPer1000 = (x: IngestCase) => (x.cpuSeconds.benchProcess + x.cpuSeconds.devServer) / (x.signals / 1000);
 const meanRate = (rates: number[]) => rates.reduce((sum, r) => sum + r, 0) / Math.max(1, rates.length);
 
@@ -403,6 +405,7 @@ function ingestSection(d: SignalIngestResult): string[] {
       .updatesPerExecution.slice(0, handOvers.length)
       .reduce((sum, n) => sum + n, 0),
   );
+  const continuedAsNew = can(one).executions > 1 || can(eight).executions > 1;
   const payloadWarnings = (x: IngestCase) => sumWhere(x.workerLog, (key) => /TMPRL1103|exceeded the warning/.test(key));
   const startPhase = many.rateByTenth.slice(0, 4);
   const steadyPhase = many.rateByTenth.slice(-4);
@@ -412,43 +415,63 @@ function ingestSection(d: SignalIngestResult): string[] {
       `${mastra.signalIngestPerSecond.toLocaleString('en-US')}/s. The case is CPU-bound: ` +
       `${cpuPer1000(many).toFixed(1)} CPU seconds per 1,000 signals (${(many.cpuSeconds.benchProcess / (many.signals / 1000)).toFixed(1)} ` +
       `in this process, ${(many.cpuSeconds.devServer / (many.signals / 1000)).toFixed(1)} in the dev server) on 2 cores. ` +
-      'A signal to an idle thread is an update and a workflow task of its own, then a `publishEvents` activity ' +
-      "sends its `persisted` echo and another workflow task records that activity's completion: " +
+      'A persist-only signal is recorded by the server as it arrives (signal-with-start: no workflow task before the ' +
+      "answer); the thread's next workflow task takes it, a `publishEvents` activity sends its `persisted` echo and " +
+      "another workflow task records that activity's completion: " +
       `${(h(many).events / many.signals).toFixed(1)} history events and ` +
       `${(h(many).workflowTasks / many.signals).toFixed(1)} workflow tasks per signal ` +
-      `(${perTask(many).toFixed(2)} updates per task). The first signal to a thread also starts its workflow: ` +
+      `(${perTask(many).toFixed(2)} inputs per task). The first signal to a thread also starts its workflow: ` +
       `≈ ${int(meanRate(startPhase))}/s in the first four tenths of the run (mostly starts) against ` +
       `≈ ${int(meanRate(steadyPhase))}/s in the last four, and p50 ${ms(many.firstToThreadLatency!.p50)} ms against ` +
       `${ms(many.laterLatency!.p50)} ms per send.`,
     `- **One thread: ${int(one.signalsPerSecond)} signals/s with ${one.concurrency} in flight, ` +
       `${int(eight.signalsPerSecond)}/s with ${eight.concurrency}.** The client passes at most 8 inputs per thread ` +
-      'to Temporal at a time (Temporal admits 10 in-flight updates per workflow) and queues the rest in order, so ' +
-      `the extra sends only wait in the client: p50 ${ms(one.acceptLatency.p50)} ms against ` +
+      'to Temporal at a time (Temporal admits 10 in-flight updates per workflow; signals keep the same bound so a ' +
+      "flood cannot starve the thread's continue-as-new) and queues the rest in order, so the extra sends only wait " +
+      `in the client: p50 ${ms(one.acceptLatency.p50)} ms against ` +
       `${ms(eight.acceptLatency.p50)} ms. ` +
       (inFlightRejections(one) + inFlightRejections(eight) === 0
         ? 'No update attempt hit the in-flight limit. '
         : `${int(inFlightRejections(one) + inFlightRejections(eight))} update attempts hit the in-flight limit. `) +
-      'Updates to a busy thread share workflow tasks ' +
+      'Inputs to a busy thread share workflow tasks ' +
       `(${perTask(one).toFixed(1)} per task, ${(h(one).events / one.signals).toFixed(1)} history events per ` +
       `signal), which is why one thread takes more per second than ${many.threads.toLocaleString('en-US')} do.`,
-    `- **Continue-as-new shows up in the tail.** ${can(one).executions} and ${can(eight).executions} executions for ` +
-      `${one.signals.toLocaleString('en-US')} signals (a thread continues as new after ` +
-      `${d.maxUpdatesPerExecution.toLocaleString('en-US')} updates; the few past that arrived while it wound ` +
-      `down). The server's hand-over takes ${[...can(one).handOverMs, ...can(eight).handOverMs].map(int).join(', ')} ` +
-      'ms (last update of one execution to the first of the next), but updates arriving meanwhile are turned away ' +
-      `with RESOURCE_EXHAUSTED "workflow is closing" (${int(closingRejections(one) + closingRejections(eight))} ` +
-      "attempts), which Threadline's client resends from 50 ms (client/grpc-retry.ts; the SDK's own first wait for " +
-      `RESOURCE_EXHAUSTED is ≈ 1.7 s): sends spanning a hand-over took up to ${ms(Math.max(can(one).spanningLatency.max, can(eight).spanningLatency.max))} ms, ` +
-      `the maximum of both cases, against p99 ${ms(can(one).otherLatency.p99)} / ${ms(can(eight).otherLatency.p99)} ms ` +
-      'for the rest.',
-    `- **Snapshot size.** Each continue-as-new carries the thread (stored messages, remembered input ids) as the ` +
-      `next execution's input: ${handOvers.map(kib).join(', ')} at the hand-overs of the first case, the last ` +
-      `with ${storedAtHandOver.toLocaleString('en-US')} stored ${d.contentsBytes}-character notifications ` +
-      `(≈ ${int(snapshotBytes / storedAtHandOver)} bytes per stored message). The worker logged ` +
-      `${int(payloadWarnings(one) + payloadWarnings(eight) + payloadWarnings(many))} payload-size warnings ` +
-      '(TMPRL1103: a payload over 512 KiB). Temporal rejects payloads over 2 MiB by default, so at the default ' +
-      `${d.maxStoredMessages.toLocaleString('en-US')} stored messages, messages of about 1 KB would make the ` +
-      'snapshot too large to continue as new.',
+    ...(continuedAsNew
+      ? [
+          `- **Continue-as-new shows up in the tail.** ${can(one).executions} and ${can(eight).executions} executions for ` +
+            `${one.signals.toLocaleString('en-US')} signals (a thread continues as new after ` +
+            `${d.maxSignalsPerExecution.toLocaleString('en-US')} signals, ` +
+            `${d.maxUpdatesPerExecution.toLocaleString('en-US')} updates or ` +
+            `${d.continueAsNewAfterEvents.toLocaleString('en-US')} events; the few past that arrived while it wound ` +
+            `down). The server's hand-over takes ${[...can(one).handOverMs, ...can(eight).handOverMs].map(int).join(', ')} ` +
+            'ms (last input of one execution to the first of the next), but inputs arriving meanwhile are turned away ' +
+            `with RESOURCE_EXHAUSTED "workflow is closing" (${int(closingRejections(one) + closingRejections(eight))} ` +
+            "attempts), which Threadline's client resends from 50 ms (client/grpc-retry.ts; the SDK's own first wait for " +
+            `RESOURCE_EXHAUSTED is ≈ 1.7 s): sends spanning a hand-over took up to ${ms(Math.max(can(one).spanningLatency.max, can(eight).spanningLatency.max))} ms, ` +
+            `the maximum of both cases, against p99 ${ms(can(one).otherLatency.p99)} / ${ms(can(eight).otherLatency.p99)} ms ` +
+            'for the rest.',
+          `- **Snapshot size.** Each continue-as-new carries the thread (stored messages, remembered input ids) as the ` +
+            `next execution's input: ${handOvers.map(kib).join(', ')} at the hand-overs of the first case, the last ` +
+            `with ${storedAtHandOver.toLocaleString('en-US')} stored ${d.contentsBytes}-character notifications ` +
+            `(≈ ${int(snapshotBytes / storedAtHandOver)} bytes per stored message). The worker logged ` +
+            `${int(payloadWarnings(one) + payloadWarnings(eight) + payloadWarnings(many))} payload-size warnings ` +
+            '(TMPRL1103: a payload over 512 KiB). Temporal rejects payloads over 2 MiB by default, so at the default ' +
+            `${d.maxStoredMessages.toLocaleString('en-US')} stored messages, messages of about 1 KB would make the ` +
+            'snapshot too large to continue as new.',
+        ]
+      : [
+          `- **No continue-as-new in these cases.** ${one.signals.toLocaleString('en-US')} persist-only signals ` +
+            'to one thread stay in one execution: a thread continues as new after ' +
+            `${d.maxSignalsPerExecution.toLocaleString('en-US')} signals, ` +
+            `${d.maxUpdatesPerExecution.toLocaleString('en-US')} updates or ` +
+            `${d.continueAsNewAfterEvents.toLocaleString('en-US')} history events, and these executions ended the ` +
+            `cases with ${[...can(one).eventsPerExecution, ...can(eight).eventsPerExecution].map(int).join(' and ')} ` +
+            'events (signals add fewer events than updates: no accepted and completed pair each). The worker logged ' +
+            `${int(payloadWarnings(one) + payloadWarnings(eight) + payloadWarnings(many))} payload-size warnings ` +
+            "(TMPRL1103: a payload over 512 KiB): the check's `getMessages` answer carrying a thread's " +
+            `${d.maxStoredMessages.toLocaleString('en-US')} stored messages back in one query result (a warning ` +
+            'logged late counts in the next case).',
+        ]),
     `- **Stored exactly once:** ` +
       rows
         .map(([name, x]) => `${name}: ${x.verification.ok ? 'yes' : `**no** (${x.verification.problems.join('; ')})`}`)
@@ -468,9 +491,11 @@ function ingestSection(d: SignalIngestResult): string[] {
       `fresh thread with ${eight.concurrency}), and ${many.planned.toLocaleString('en-US')} round-robin over ` +
       `${many.threads.toLocaleString('en-US')} fresh threads (${perThread} each, ${many.concurrency} in flight; the ` +
       'first signal to a thread starts its workflow). The client itself passes at most 8 inputs per thread to ' +
-      'Temporal at a time and queues the rest. A signal counts once `sendSignal` resolved (the update completed: ' +
-      'accepted and in history); latency is from the call to that. Threads use the default config: continue-as-new ' +
-      `after ${d.maxUpdatesPerExecution.toLocaleString('en-US')} updates or ` +
+      'Temporal at a time and queues the rest. A signal counts once `sendSignal` resolved: a persist-only signal ' +
+      'once the server recorded it (signal-with-start, in history), one whose answer depends on state (last case) ' +
+      'once the thread accepted the update; latency is from the call to that. Threads use the default config: ' +
+      `continue-as-new after ${d.maxSignalsPerExecution.toLocaleString('en-US')} signals, ` +
+      `${d.maxUpdatesPerExecution.toLocaleString('en-US')} updates or ` +
       `${d.continueAsNewAfterEvents.toLocaleString('en-US')} events, newest ` +
       `${d.maxStoredMessages.toLocaleString('en-US')} messages kept. A case stops starting sends after ` +
       `${d.maxSecondsPerCase} s (the sends in flight still finish and count).`,
@@ -549,7 +574,7 @@ function ingestSection(d: SignalIngestResult): string[] {
     '',
     ...rows.map(
       ([name, x]) =>
-        `- ${name}: update RPC attempts (gRPC, retries counted): ${counts(x.rpcAttempts)}. Errors the Temporal ` +
+        `- ${name}: input RPC attempts (update or signal, gRPC, retries counted): ${counts(x.rpcAttempts)}. Errors the Temporal ` +
         `client threw to Threadline's own retry loop: ${counts(x.clientErrors)}. Worker warnings and errors: ` +
         `${counts(x.workerLog)}.`,
     ),
@@ -615,21 +640,20 @@ function interruptSection(e: InterruptResult): string[] {
       ]),
     '### What this says',
     '',
-    '- The workflow asks for the cancellation within one workflow task of the send (first segment, ' +
-      `p50 ${ms(streaming.segments[interruptSegments[0]].p50)} ms). Almost all of the rest of (a) is waiting for the ` +
-      "step activity's next heartbeat: Temporal hands a cancellation to a running activity only in a heartbeat " +
-      `response. The worker sends at most one heartbeat per ${int(hb.maxThrottleMs)} ms ` +
-      '(`maxHeartbeatThrottleInterval`, extra ones are held back and the latest sent when the interval ends); a step ' +
-      'calls `heartbeat()` on every stream part and on a timer every ' +
-      `${int(hb.stepTimerMs)} ms (heartbeat timeout ${int(hb.stepHeartbeatTimeoutMs)} ms ÷ 3, activities/step.ts).`,
-    `- Interrupted at the first text-delta (first two rows), the heartbeat of that chunk has just gone out and the ` +
-      `next one is held for the throttle interval: p50 ${ms(streaming.toClosed.p50)} ms (streaming) and ` +
-      `${ms(hanging.toClosed.p50)} ms (hanging) to the close. That is the worst phase for a streaming step; at a ` +
-      'random moment of a stream the wait averages half the throttle interval.',
-    `- Interrupted later in a hang (no chunks: a slow first token, a long reasoning pause), nothing heartbeats but ` +
-      `the ${int(hb.stepTimerMs)} ms timer, so the close takes p50 ${ms(hangingLater.toClosed.p50)} ms, p90 ` +
-      `${ms(hangingLater.toClosed.p90)} ms, up to the whole timer period; the worker's 1 s throttle setting ` +
-      'suggests about a second. A step timer at (or below) the throttle interval would bound every case by it.',
+    '- The workflow decides the cancellation in the workflow task that takes the send (first segment, p50 ' +
+      `${ms(streaming.segments[interruptSegments[0]].p50)} / ${ms(hanging.segments[interruptSegments[0]].p50)} / ` +
+      `${ms(hangingLater.segments[interruptSegments[0]].p50)} ms in the three interrupted cases). As that task ` +
+      'completes, a sink has the worker send a `step-cancel` notice on the bus; the worker running the step hears it ' +
+      'and aborts the model call at once, so the request closes about when the task completes (p50 ' +
+      `${ms(streaming.toClosed.p50)} / ${ms(hanging.toClosed.p50)} / ${ms(hangingLater.toClosed.p50)} ms), ` +
+      'streaming or hanging, early or late in the step: no heartbeat is waited for. The step then asks the server ' +
+      'whether the cancellation is recorded (a heartbeat of its own, not throttled) and reports itself cancelled ' +
+      "(second segment); Temporal's cancellation stays the source of truth (activities/cancel-notices.ts).",
+    "- Without the notice (a bus that cannot deliver it), the cancellation reaches the step only in a heartbeat's " +
+      `response: the worker sends at most one heartbeat per ${int(hb.maxThrottleMs)} ms ` +
+      '(`maxHeartbeatThrottleInterval`), and a step heartbeats on its stream parts and on a timer every ' +
+      `${int(hb.stepTimerMs)} ms (heartbeat timeout ${int(hb.stepHeartbeatTimeoutMs)} ms ÷ 3, activities/step.ts): ` +
+      'up to a second for a streaming step, up to the timer period in a hang.',
     `- After the close, the new step's first text-delta follows in p50 ${afterClose(streaming)} / ` +
       `${afterClose(hanging)} / ${afterClose(hangingLater)} ms: the cancelled activity reports, a workflow task ` +
       'schedules the next step, and the step runs as in an idle wake. The send itself resolves in ' +

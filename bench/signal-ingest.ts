@@ -52,6 +52,8 @@ export interface HistoryStats {
   events: number;
   workflowTasks: number;
   updatesAccepted: number;
+  /** `WorkflowExecutionSignaled`: inputs that came as signals (persist-only ones, by signal-with-start). */
+  signalsRecorded: number;
   /** `ActivityTaskScheduled`: here the `publishEvents` activities that send the `persisted` echoes. */
   activities: number;
   /** `MarkerRecorded`: local activities, patch markers. */
@@ -124,8 +126,8 @@ export interface IngestCase {
   /** CPU seconds used during the case: this process (client, worker, model server, bus) and the dev server. */
   cpuSeconds: { benchProcess: number; devServer: number };
   /**
-   * Every update RPC attempt the client made (`ExecuteMultiOperation`: update-with-start), by gRPC status and
-   * message, as a gRPC interceptor inside the Temporal client's retry interceptor sees them.
+   * Every RPC attempt that carried an input (update and signal, with or without start), by gRPC status and message,
+   * as a gRPC interceptor inside the Temporal client's retry interceptor sees them.
    */
   rpcAttempts: Record<string, number>;
   /** Errors the Temporal client threw to Threadline's own retry loop (after its gRPC retries gave up), by kind. */
@@ -143,6 +145,7 @@ export interface SignalIngestResult {
   contentsBytes: number;
   maxStoredMessages: number;
   maxUpdatesPerExecution: number;
+  maxSignalsPerExecution: number;
   continueAsNewAfterEvents: number;
   oneThread: IngestCase;
   oneThreadBelowCap: IngestCase;
@@ -264,6 +267,7 @@ async function runCases(
     contentsBytes,
     maxStoredMessages: defaultThreadConfig.maxStoredMessages,
     maxUpdatesPerExecution: defaultThreadConfig.maxUpdatesPerExecution,
+    maxSignalsPerExecution: defaultThreadConfig.maxSignalsPerExecution,
     continueAsNewAfterEvents: defaultThreadConfig.continueAsNewAfterEvents,
     oneThread,
     oneThreadBelowCap,
@@ -654,6 +658,7 @@ function historyStats(executions: Execution[]): HistoryStats {
   let events = 0;
   let workflowTasks = 0;
   let updatesAccepted = 0;
+  let signalsRecorded = 0;
   let activities = 0;
   let markers = 0;
   for (const { events: list } of executions) {
@@ -672,6 +677,7 @@ function historyStats(executions: Execution[]): HistoryStats {
         startToComplete.push(e.at - started);
       }
       if (e.type === 'WorkflowExecutionUpdateAccepted') updatesAccepted += 1;
+      if (e.type === 'WorkflowExecutionSignaled') signalsRecorded += 1;
       if (e.type === 'ActivityTaskScheduled') activities += 1;
       if (e.type === 'MarkerRecorded') markers += 1;
     }
@@ -681,6 +687,7 @@ function historyStats(executions: Execution[]): HistoryStats {
     events,
     workflowTasks,
     updatesAccepted,
+    signalsRecorded,
     activities,
     markers,
     unexpected,

@@ -25,6 +25,7 @@ export interface WhyNotInputs {
     floor: Record<'oneWorkflow' | 'manyByUpdate' | 'manyBySignal', { eventsPerInput: number }>;
   };
   history: { laterTurnTypes: string[] };
+  interrupt: { series: Record<string, { label: string; toClosed: Pcts; segments: Record<string, Pcts> }> };
   notifications: NotificationCaseFigures & { floor: { eventsPerInput: number }; paced: NotificationCaseFigures };
   memory: { rssPerEvictedThread: number; rssPerEvictedThreadStandardError?: number; heapPerEvictedThread: number };
   http: Record<'newThread' | 'idleThread', Record<'gateway' | 'gatewayLocalClient', { p50: number }>> & {
@@ -143,6 +144,21 @@ export function whyNot(rows: TargetRow[], r: WhyNotInputs): WhyNot[] {
       `The floor reaches activity code in ${f1(floor)} ms. Beating the floor needs an eager workflow start (the ` +
       `first workflow task handed to a co-located worker in the start's answer); see docs/performance.md.`
     );
+  });
+
+  // Target 5's rows are numbered in the order of the interrupt variants (bench/targets.ts).
+  Object.values(r.interrupt.series).forEach((s, i) => {
+    explain([`5${String.fromCharCode(97 + i)}`], () => {
+      const [decided, reported] = Object.values(s.segments);
+      return (
+        `${s.label}: the request closed at ${f1(s.toClosed.p50)} / ${f1(s.toClosed.p99)} ms p50 / p99, and the ` +
+        `workflow task that decided the cancellation completed at ${f1(decided?.p50 ?? NaN)} / ` +
+        `${f1(decided?.p99 ?? NaN)} ms (send → step cancellation requested; the step then reported itself cancelled ` +
+        `${f1(reported?.p50 ?? NaN)} / ${f1(reported?.p99 ?? NaN)} ms later). The close follows that task: its sink ` +
+        'sends the cancel notice as the task completes and the step aborts its model call when it hears it, with no ' +
+        "heartbeat in between; a slow close is a slow decision (the update's workflow task on the shared 2 cores)."
+      );
+    });
   });
 
   const d = r.signalIngest;

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { floorSegments } from '../../bench/floor/latency';
 import { wakeSegments } from '../../bench/idle-wake';
+import { interruptSegments } from '../../bench/interrupt';
 import type { TargetRow } from '../../bench/targets';
 import { whyNot, type WhyNotInputs } from '../../bench/why-not';
 
@@ -67,6 +68,12 @@ function inputs(): WhyNotInputs {
         ...['WorkflowTaskScheduled', 'WorkflowTaskStarted', 'WorkflowTaskCompleted'],
       ],
     },
+    interrupt: {
+      series: {
+        short: interrupted('300 ms step', pcts(25, 70), [pcts(21, 60), pcts(9, 30)]),
+        later: interrupted('long step hanging, interrupted later', pcts(34, 407), [pcts(29, 340), pcts(11, 89)]),
+      },
+    },
     notifications: {
       ...notificationCase(10_000, 3_500),
       floor: { eventsPerInput: 5 },
@@ -90,6 +97,12 @@ function inputs(): WhyNotInputs {
       },
     },
   };
+}
+
+/** An interrupt series with its close and its first two segments (the rest empty), as bench/interrupt.ts names them. */
+function interrupted(label: string, toClosed: { p50: number; p99: number }, first: { p50: number; p99: number }[]) {
+  const segments = Object.fromEntries(interruptSegments.map((name, i) => [name, first[i] ?? pcts(NaN, NaN)]));
+  return { label, toClosed, segments };
 }
 
 function split(recorded: number, published: number, received: number) {
@@ -160,6 +173,15 @@ describe('why the unmet targets are not met', () => {
     expect(turn.text).toContain('take 11');
     expect(turn.text).toContain('2 `UpsertWorkflowSearchAttributes`');
     expect(turn.text).toContain('1 more activity with 1 more workflow task (6 events)');
+  });
+
+  it('sets a slow interrupt beside the workflow task that decided it, by the row the target numbers', () => {
+    const reasons = whyNot([row('5a', true), row('5b', false)], inputs());
+    expect(reasons.map((r) => r.ids)).toEqual([['5b']]);
+    const [later] = reasons.map((r) => r.text);
+    expect(later).toContain('long step hanging, interrupted later: the request closed at 34.0 / 407.0 ms p50 / p99');
+    expect(later).toContain('the workflow task that decided the cancellation completed at 29.0 / 340.0 ms');
+    expect(later).toContain('reported itself cancelled 11.0 / 89.0 ms later');
   });
 
   it('counts the hand-over refusals of one thread', () => {
