@@ -18,12 +18,14 @@ export interface WhyNotInputs {
     floor: { toFirstDelta: Pcts };
     temporalFloor: {
       series: { newByUpdate: { toActivity: Pcts }; idleByUpdate: { toActivity: Pcts } };
+      activityToActivity: { p50: number };
       segments: Record<'newByUpdate' | 'idleByUpdate', Record<string, { p50: number }>>;
     };
   };
   signalIngest: Record<'oneThread' | 'manyThreads' | 'manyThreadsStateDependent', IngestCaseFigures> & {
     floor: Record<'oneWorkflow' | 'manyByUpdate' | 'manyBySignal', { eventsPerInput: number }>;
   };
+  injection: { stepEndToNextRequest: Pcts; segments: Record<string, { p50: number }> };
   history: { laterTurnTypes: string[] };
   interrupt: { series: Record<string, { label: string; toClosed: Pcts; segments: Record<string, Pcts> }> };
   notifications: NotificationCaseFigures & { floor: { eventsPerInput: number }; paced: NotificationCaseFigures };
@@ -143,6 +145,20 @@ export function whyNot(rows: TargetRow[], r: WhyNotInputs): WhyNot[] {
       `${besideFloor(w.freshThread.segments, w.temporalFloor.segments.newByUpdate, w.floor.toFirstDelta.p50)}. ` +
       `The floor reaches activity code in ${f1(floor)} ms. Beating the floor needs an eager workflow start (the ` +
       `first workflow task handed to a co-located worker in the start's answer); see docs/performance.md.`
+    );
+  });
+
+  explain(['4'], () => {
+    const floor = w.temporalFloor.activityToActivity.p50;
+    const split = Object.entries(r.injection.segments)
+      .map(([name, v]) => `${name.replace(/^→ /, '')} ${f1(v.p50)}`)
+      .join('; ');
+    return (
+      `Step end → next model request ${f1(r.injection.stepEndToNextRequest.p50)} ms p50 against the floor's one ` +
+      `activity returning → the next one's code running, ${f1(floor)} ms. Threadline's, split at its history ` +
+      `events, p50 ms (b): ${split}. The floor's path is not split; beyond it, Threadline's workflow task records ` +
+      'the step, takes the joined input and schedules the next step, whose start is seen through the bus, and the ' +
+      'step sends its model request.'
     );
   });
 

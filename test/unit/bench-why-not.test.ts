@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { floorSegments } from '../../bench/floor/latency';
 import { wakeSegments } from '../../bench/idle-wake';
+import { injectionSegments } from '../../bench/injection';
 import { interruptSegments } from '../../bench/interrupt';
 import type { TargetRow } from '../../bench/targets';
 import { whyNot, type WhyNotInputs } from '../../bench/why-not';
@@ -45,6 +46,7 @@ function inputs(): WhyNotInputs {
       floor: { toFirstDelta: pcts(5.1, 25.8) },
       temporalFloor: {
         series: { newByUpdate: { toActivity: pcts(46, 90) }, idleByUpdate: { toActivity: pcts(15.4, 40) } },
+        activityToActivity: { p50: 9.9 },
         segments: { newByUpdate: floorUpdate([5, 25, 15, 0.5, 2]), idleByUpdate: floorUpdate([3, 0.7, 8, 0.4, 3.3]) },
       },
     },
@@ -67,6 +69,10 @@ function inputs(): WhyNotInputs {
         ...['ActivityTaskScheduled', 'ActivityTaskStarted', 'ActivityTaskCompleted'],
         ...['WorkflowTaskScheduled', 'WorkflowTaskStarted', 'WorkflowTaskCompleted'],
       ],
+    },
+    injection: {
+      stepEndToNextRequest: pcts(16.6, 26.2),
+      segments: withP50s(injectionSegments, [1.6, 2.0, 7.4, 0.1, 3.4, 1.4]),
     },
     interrupt: {
       series: {
@@ -173,6 +179,14 @@ describe('why the unmet targets are not met', () => {
     expect(turn.text).toContain('take 11');
     expect(turn.text).toContain('2 `UpsertWorkflowSearchAttributes`');
     expect(turn.text).toContain('1 more activity with 1 more workflow task (6 events)');
+  });
+
+  it("puts step end → next request beside the floor's activity → activity, with Threadline's split", () => {
+    const [step] = whyNot([row('4', false)], inputs());
+    expect(step.ids).toEqual(['4']);
+    expect(step.text).toContain('Step end → next model request 16.6 ms p50');
+    expect(step.text).toContain("the next one's code running, 9.9 ms");
+    expect(step.text).toContain('workflow task completed (poll response, activation, workflow code, reply) 7.4');
   });
 
   it('sets a slow interrupt beside the workflow task that decided it, by the row the target numbers', () => {
