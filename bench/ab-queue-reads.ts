@@ -13,17 +13,11 @@ import { eventsOf, findEvent, type HistoryEvent } from './history';
 import { startBenchEnv, watchTurn, withTimeout, type BenchEnv } from './env';
 import { summarize } from './stats';
 import { threadKey } from '../protocol/ids';
-import { QUEUE_READS_PER_SECOND } from '../worker/dev-server';
+import { QUEUE_READS_PER_SECOND, queueReadRate } from '../worker/dev-server';
 
 const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.slice(9) ?? 60);
 const warmup = 5;
 const TEMPORAL_DEFAULT = 20;
-
-const readRate = (perSecond: number) => ({
-  'history.transferProcessorMaxPollRPS': perSecond,
-  'history.timerProcessorMaxPollRPS': perSecond,
-  'history.visibilityProcessorMaxPollRPS': perSecond,
-});
 
 interface Side {
   name: string;
@@ -73,7 +67,7 @@ for (const [name, perSecond] of [
   [`Temporal's default (${TEMPORAL_DEFAULT}/s per shard)`, TEMPORAL_DEFAULT],
   [`Threadline's (${QUEUE_READS_PER_SECOND}/s per shard)`, QUEUE_READS_PER_SECOND],
 ] as const) {
-  const env = await startBenchEnv({ dynamicConfig: readRate(perSecond) });
+  const env = await startBenchEnv({ dynamicConfig: queueReadRate(perSecond) });
   sides.push({
     name,
     env,

@@ -375,7 +375,7 @@ const kib = (bytes: number) =>
   Number.isFinite(bytes) ? `${Math.round(bytes / 1024).toLocaleString('en-US')} KiB` : '–';
 /** Inputs (updates accepted, signals recorded) per workflow task. */
 const perTask = (x: IngestCase) =>
-  (x.history.updatesAccepted + (x.history.signalsRecorded ?? 0)) / Math.max(1, x.history.workflowTasks);
+  (x.history.updatesAccepted + x.history.signalsRecorded) / Math.max(1, x.history.workflowTasks);
 const cpuPer1000 = (x: IngestCase) => (x.cpuSeconds.benchProcess + x.cpuSeconds.devServer) / (x.signals / 1000);
 const meanRate = (rates: number[]) => rates.reduce((sum, r) => sum + r, 0) / Math.max(1, rates.length);
 

@@ -108,6 +108,9 @@ const f0 = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en
 const atMost = (a: number, b: number) => !Number.isNaN(a) && !Number.isNaN(b) && a <= b;
 
 /** Least-squares slope of `ys` over `xs` (NaN with fewer than two points). */
+/** Target 5's row for the `index`-th interrupt variant (in `interruptVariants` order): 5a, 5b, … */
+export const interruptTargetId = (index: number): string => `5${String.fromCharCode(97 + index)}`;
+
 export function slope(xs: number[], ys: number[]): number {
   const n = xs.length;
   if (n < 2) return NaN;
@@ -218,10 +221,10 @@ export function evaluateTargets(r: TargetInputs): TargetRow[] {
     atMost(stepEnd.p50, a2a.p50 + bounds.stepEndP50SlackMs),
   );
 
-  Object.entries(r.interrupt.series).forEach(([, s], i) => {
+  Object.values(r.interrupt.series).forEach((s, i) => {
     const notClosed = s.notClosed > 0 ? ` (${s.notClosed} of ${s.samples} never closed early)` : '';
     add(
-      `5${String.fromCharCode(97 + i)}`,
+      interruptTargetId(i),
       `provider request closed: ${s.label}`,
       `${f1(s.toClosed.p50)} / ${f1(s.toClosed.p99)} ms p50 / p99${notClosed}`,
       `≤ ${bounds.interruptP50Ms} / ≤ ${bounds.interruptP99Ms} ms`,

@@ -3,7 +3,7 @@
  * depends on (segments, events, workflow tasks, CPU), so BENCHMARKS.md says what the gap is made of, not only that it
  * exists. Pure, like bench/targets.ts: test/unit/bench-report.test.ts holds it to synthetic results.
  */
-import type { TargetRow } from './targets';
+import { interruptTargetId, type TargetRow } from './targets';
 
 interface Pcts {
   p50: number;
@@ -162,9 +162,8 @@ export function whyNot(rows: TargetRow[], r: WhyNotInputs): WhyNot[] {
     );
   });
 
-  // Target 5's rows are numbered in the order of the interrupt variants (bench/targets.ts).
   Object.values(r.interrupt.series).forEach((s, i) => {
-    explain([`5${String.fromCharCode(97 + i)}`], () => {
+    explain([interruptTargetId(i)], () => {
       const [decided, reported] = Object.values(s.segments);
       return (
         `${s.label}: the request closed at ${f1(s.toClosed.p50)} / ${f1(s.toClosed.p99)} ms p50 / p99, and the ` +

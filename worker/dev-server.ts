@@ -32,6 +32,15 @@ const START_ATTEMPTS = 3;
  */
 export const QUEUE_READS_PER_SECOND = 1_000;
 
+/** The dynamic config that sets the queue readers' rate (transfer, timer, visibility) to `perSecond` per shard. */
+export function queueReadRate(perSecond: number): Record<string, number> {
+  return {
+    'history.transferProcessorMaxPollRPS': perSecond,
+    'history.timerProcessorMaxPollRPS': perSecond,
+    'history.visibilityProcessorMaxPollRPS': perSecond,
+  };
+}
+
 /**
  * Server settings Threadline wants on by default. Eager activity execution hands the step activity back in the
  * response to the workflow task that scheduled it, saving a task-queue round trip per step (the SDK asks for it by
@@ -40,9 +49,7 @@ export const QUEUE_READS_PER_SECOND = 1_000;
  */
 export const defaultDynamicConfig: Record<string, string | number | boolean> = {
   'system.enableActivityEagerExecution': true,
-  'history.transferProcessorMaxPollRPS': QUEUE_READS_PER_SECOND,
-  'history.timerProcessorMaxPollRPS': QUEUE_READS_PER_SECOND,
-  'history.visibilityProcessorMaxPollRPS': QUEUE_READS_PER_SECOND,
+  ...queueReadRate(QUEUE_READS_PER_SECOND),
 };
 
 export interface DevServerOptions {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEMPORAL_CLI_VERSION } from '../../worker/temporal-cli';
-import { QUEUE_READS_PER_SECOND } from '../../worker/dev-server';
+import { QUEUE_READS_PER_SECOND, queueReadRate } from '../../worker/dev-server';
 import {
   locateTemporalServer,
   TEMPORAL_SERVER_VERSION,
@@ -159,10 +159,8 @@ describe('what docker-compose.yml deploys is what CI tests', () => {
     expect(dynamic).toMatch(/limit\.maxIDLength:\n {2}- value: 255\n/);
     expect(dynamic).toMatch(/system\.enableActivityEagerExecution:\n {2}- value: true\n/);
     // The queue readers' rate, as the dev server gets it (worker/dev-server.ts).
-    for (const key of ['transfer', 'timer', 'visibility']) {
-      expect(dynamic).toMatch(
-        new RegExp(`history\\.${key}ProcessorMaxPollRPS:\\n {2}- value: ${QUEUE_READS_PER_SECOND}\\n`),
-      );
+    for (const key of Object.keys(queueReadRate(QUEUE_READS_PER_SECOND))) {
+      expect(dynamic).toMatch(new RegExp(`${key.replace('.', '\\.')}:\\n {2}- value: ${QUEUE_READS_PER_SECOND}\\n`));
     }
   });
 });
