@@ -33,9 +33,13 @@ export interface WhyNotInputs {
   http: Record<'newThread' | 'idleThread', Record<'gateway' | 'gatewayLocalClient', { p50: number }>> & {
     /** Each side's turn split where the paths part (bench/http.ts, `gatewaySegments`), in that order. */
     segments: Record<'newThread' | 'idleThread', Record<'inProcess' | 'gateway', Record<string, { p50: number }>>>;
-    ingest: Record<
+    ingest: { concurrency: number } & Record<
       'inProcess' | 'gateway' | 'gatewayLocalClient',
-      { acceptedPerSecond: number; cpuMsPerSignal: Record<'benchProcess' | 'devServer' | 'clientProcess', number> }
+      {
+        acceptedPerSecond: number;
+        acceptLatency: { mean: number };
+        cpuMsPerSignal: Record<'benchProcess' | 'devServer' | 'clientProcess', number>;
+      }
     >;
   };
 }
@@ -279,7 +283,10 @@ export function whyNot(rows: TargetRow[], r: WhyNotInputs): WhyNot[] {
       'parsing and writing on both ends, routing, validation, the request log and metrics; docs/performance.md) ' +
       `costs rate: ${f2(inside.all)} / ${f2(outside.all)} = ${Math.round((100 * inside.all) / outside.all)} %. ` +
       `Driven by \`fetch\` inside the bench's process: ${f1(x.gatewayLocalClient.acceptedPerSecond)}/s ` +
-      `(${share(x.gatewayLocalClient.acceptedPerSecond)}).`
+      `(${share(x.gatewayLocalClient.acceptedPerSecond)}). With ${x.concurrency} sends in flight a side's rate is ` +
+      `${x.concurrency} over its mean accept latency: ${f1(x.inProcess.acceptLatency.mean)} ms in-process, ` +
+      `${f1(x.gateway.acceptLatency.mean)} ms through the gateway ` +
+      `(${signed(x.gateway.acceptLatency.mean - x.inProcess.acceptLatency.mean)}).`
     );
   });
   return out;

@@ -94,10 +94,20 @@ function inputs(): WhyNotInputs {
         idleThread: { inProcess: split(2, 18, 0), gateway: split(3.5, 18.5, 1.2) },
       },
       ingest: {
-        inProcess: { acceptedPerSecond: 100, cpuMsPerSignal: { benchProcess: 3, devServer: 5, clientProcess: 0 } },
-        gateway: { acceptedPerSecond: 85, cpuMsPerSignal: { benchProcess: 4, devServer: 5, clientProcess: 1 } },
+        concurrency: 32,
+        inProcess: {
+          acceptedPerSecond: 100,
+          acceptLatency: { mean: 320 },
+          cpuMsPerSignal: { benchProcess: 3, devServer: 5, clientProcess: 0 },
+        },
+        gateway: {
+          acceptedPerSecond: 85,
+          acceptLatency: { mean: 376.5 },
+          cpuMsPerSignal: { benchProcess: 4, devServer: 5, clientProcess: 1 },
+        },
         gatewayLocalClient: {
           acceptedPerSecond: 70,
+          acceptLatency: { mean: 457 },
           cpuMsPerSignal: { benchProcess: 5.5, devServer: 5, clientProcess: 0 },
         },
       },
@@ -171,6 +181,10 @@ describe('why the unmet targets are not met', () => {
     expect(ingest.text).toContain("in-process 3.00 in the bench's process + 5.00 in the dev server = 8.00");
     expect(ingest.text).toContain('4.00 + 5.00 + 1.00 in the client process = 10.00 (+2.0)');
     expect(ingest.text).toContain('8.00 / 10.00 = 80 %');
+    expect(ingest.text).toContain(
+      "With 32 sends in flight a side's rate is 32 over its mean accept latency: 320.0 ms in-process, 376.5 ms " +
+        'through the gateway (+56.5)',
+    );
   });
 
   it('splits a turn into the bare update-and-activity turn and what Threadline adds', () => {
