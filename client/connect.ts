@@ -88,6 +88,7 @@ import {
   type ThreadWorkflowArgs,
 } from '../protocol/thread-config';
 import { keywordValue, resourceSearchAttribute } from '../protocol/search-attributes';
+import { inspectSearchAttributes } from './search-attributes';
 import { threadDetails, threadSummary } from '../protocol/summaries';
 import {
   type AbortResult,
@@ -422,6 +423,16 @@ export class ThreadlineClient {
       throw errorFromRefusal(err) ?? new ConflictError(message, { cause: err });
     }
     if (isRetryableRpc(err) && (await this.waitToResend(since, attempt))) return true;
+    // The start sets ThreadlineResource. Right after `threadline setup` the namespace has the attributes, but the
+    // server checks starts against its namespace cache, which learns of them at its next refresh (every 2 s by
+    // default): resend meanwhile. Attributes the namespace does not have are refused below, at once.
+    if (
+      unmappedSearchAttribute(err) &&
+      (await this.searchAttributesRegistered()) &&
+      (await this.waitToResend(since, attempt))
+    ) {
+      return true;
+    }
     const message = (err as Error).message;
     // The start sets ThreadlineResource: a namespace nobody ran `threadline setup` in refuses it.
     const hint = /search attribute Threadline/.test(message)
@@ -430,6 +441,16 @@ export class ThreadlineClient {
     throw new ThreadlineError(`Could not deliver the input: ${hint ? message.replace(/\.?$/, '.') : message}${hint}`, {
       cause: err,
     });
+  }
+
+  /** Whether the namespace has all of Threadline's search attributes (false when the server does not say). */
+  private async searchAttributesRegistered(): Promise<boolean> {
+    try {
+      const state = await inspectSearchAttributes(this.temporal.connection, this.temporal.options.namespace);
+      return state.missing.length === 0 && state.mismatched.length === 0;
+    } catch {
+      return false;
+    }
   }
 
   /** Waits before the next resend and answers true, or answers false once `deliveryTimeoutMs` from `since` has passed. */
@@ -825,6 +846,11 @@ function checkConnectOptions(options: ConnectOptions): { deliveryTimeoutMs: numb
 
 function isNotFound(err: unknown): boolean {
   return err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === GrpcStatus.NOT_FOUND);
+}
+
+/** The server refused a search attribute it has no mapping for (one of Threadline's: the start's ThreadlineResource). */
+function unmappedSearchAttribute(err: unknown): boolean {
+  return /no mapping defined for search attribute Threadline/.test(messagesOf(err));
 }
 
 function isRetryableRpc(err: unknown): boolean {

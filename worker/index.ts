@@ -23,7 +23,7 @@ import { DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, DEFAULT_TEMPORAL_ADDRESS } from 
 import { wholeNumber, type ValueType } from '../config/types';
 import { logger } from '../observability';
 import { currentTracing, type Tracing } from '../observability/tracing';
-import { checkSearchAttributes } from './search-attributes';
+import { checkSearchAttributes } from '../client/search-attributes';
 import { inspectionActivities } from './inspect';
 
 const require = createRequire(import.meta.url);

@@ -11,7 +11,7 @@ import { Connection } from '@temporalio/client';
 import { isEntryPoint, runEntry } from '../config/entry';
 import { temporalConnectionFromEnv, temporalConnectionOptions } from '../config/settings';
 import { searchAttributeTypeName, threadSearchAttributes } from '../protocol/search-attributes';
-import { registerSearchAttributes } from './search-attributes';
+import { registerSearchAttributes } from '../client/search-attributes';
 
 /** Registers what the namespace lacks and prints one line per attribute; resolves with the exit code. */
 export async function runSetup(env: NodeJS.ProcessEnv, out: (text: string) => void): Promise<number> {

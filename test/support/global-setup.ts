@@ -12,7 +12,7 @@ import type { TestProject } from 'vitest/node';
 import { startDevServer, type DevServer } from '../../worker/dev-server';
 import { locateTemporalCli } from '../../worker/temporal-cli';
 import { workflowsPath } from '../../worker/index';
-import { registerSearchAttributes } from '../../worker/search-attributes';
+import { registerSearchAttributes } from '../../client/search-attributes';
 import { locateTemporalServer } from '../../worker/temporal-server';
 import { startProductionTemporal, type ProductionTemporal } from './production-temporal';
 

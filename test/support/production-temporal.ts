@@ -17,7 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Connection, isGrpcServiceError } from '@temporalio/client';
 import { canConnect } from '../../worker/dev-server';
-import { registerSearchAttributes } from '../../worker/search-attributes';
+import { registerSearchAttributes } from '../../client/search-attributes';
 import type { TemporalServerBinaries } from '../../worker/temporal-server';
 import { startPostgres, type PostgresServer } from './postgres';
 import { runCommand } from './run-command';

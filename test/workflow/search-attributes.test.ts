@@ -29,7 +29,7 @@ import {
 } from '../../protocol/search-attributes';
 import { createWorker } from '../../worker/index';
 import { runCli } from '../../worker/cli';
-import { SearchAttributesError, checkSearchAttributes, registerSearchAttributes } from '../../worker/search-attributes';
+import { SearchAttributesError, checkSearchAttributes, registerSearchAttributes } from '../../client/search-attributes';
 import { afterFinishes, collectUntil, startHarness, testAgent, type Harness } from '../support/harness';
 
 const admin = defineAgent({
@@ -304,6 +304,18 @@ describe('threadline setup', () => {
       present: threadSearchAttributes.map((key) => key.name),
     });
     await expect(checkSearchAttributes(connection, namespace)).resolves.toBeUndefined();
+    // At once, with the server's search-attribute cache on (worker/dev-server.ts): a start sets ThreadlineResource. A
+    // persist-only signal goes by signal-with-start, which the server answers without a worker in this namespace.
+    const thread = h.thread();
+    const persisted = { ...thread, ifIdle: { behavior: 'persist' }, ifActive: { behavior: 'persist' } } as const;
+    await expect(
+      bare.agent('tester').sendSignal({ type: 'user', contents: 'after setup' }, persisted),
+    ).resolves.toEqual(expect.objectContaining({ accepted: true, action: 'persist' }));
+    const started = await connection.workflowService.describeWorkflowExecution({
+      namespace,
+      execution: { workflowId: threadKey(thread.resourceId, thread.threadId) },
+    });
+    expect(started.workflowExecutionInfo?.searchAttributes?.indexedFields?.ThreadlineResource).toBeDefined();
   });
 
   it('refuses an attribute registered with another type, naming both', async () => {

@@ -91,7 +91,7 @@ export async function runChecks(settings: Settings): Promise<Check[]> {
 }
 
 async function searchAttributeCheck(name: string, connection: Connection, namespace: string): Promise<Check> {
-  const { inspectSearchAttributes } = await import('../search-attributes');
+  const { inspectSearchAttributes } = await import('../../client/search-attributes');
   try {
     const { present, missing, mismatched } = await inspectSearchAttributes(connection, namespace);
     if (missing.length === 0 && mismatched.length === 0) return pass(name, present.join(', '));

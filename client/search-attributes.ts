@@ -1,8 +1,9 @@
 /**
  * Threadline's search attributes in a namespace: registering them (`threadline setup`, the test setup) and checking
- * them (every worker at start). A thread's workflow upserts them, and Temporal fails a workflow task that upserts an
- * attribute the namespace does not know, over and over: so a worker refuses to start without them rather than leave
- * every thread it touches stuck.
+ * them (every worker at start; `threadline doctor`; the client, before it resends a start the server refused for an
+ * attribute its namespace cache has not learnt yet). A thread's workflow upserts them, and Temporal fails a workflow
+ * task that upserts an attribute the namespace does not know, over and over: so a worker refuses to start without
+ * them rather than leave every thread it touches stuck.
  *
  * @example
  * const { added } = await registerSearchAttributes(connection, 'default'); // safe to run again: adds what is missing
