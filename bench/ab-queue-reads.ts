@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { eventsOf, findEvent, type HistoryEvent } from './history';
 import { startBenchEnv, watchTurn, withTimeout, type BenchEnv } from './env';
-import { summarize } from './stats';
+import { interleavedRounds, percentilesCell } from './stats';
 import { threadKey } from '../protocol/ids';
 import { QUEUE_READS_PER_SECOND, queueReadRate } from '../worker/dev-server';
 
@@ -75,13 +75,8 @@ for (const [name, perSecond] of [
   });
 }
 try {
-  for (let i = 0; i < warmup + rounds; i++) {
-    for (const side of i % 2 === 0 ? sides : [...sides].reverse()) await round(side, i >= warmup);
-  }
-  const pct = (xs: number[]) => {
-    const s = summarize(xs);
-    return `${s.p50.toFixed(1)} / ${s.p90.toFixed(1)} / ${s.p99.toFixed(1)}`;
-  };
+  await interleavedRounds(sides, { rounds, warmup }, round);
+  const pct = percentilesCell;
   process.stdout.write(`${rounds} rounds after ${warmup} warm-up, interleaved; p50 / p90 / p99 ms\n\n`);
   process.stdout.write(
     '| queue reads | new thread → first text-delta | its first workflow task waited | floor: new workflow → activity running | its first workflow task waited |\n| --- | ---: | ---: | ---: | ---: |\n',

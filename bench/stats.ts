@@ -57,3 +57,23 @@ export function linearFit(xs: readonly number[], ys: readonly number[]): LinearF
   const residuals = xs.reduce((a, x, i) => a + (ys[i]! - my - slope * (x - mx)) ** 2, 0);
   return { slope, standardError: Math.sqrt(residuals / (n - 2) / sxx) };
 }
+
+/** `p50 / p90 / p99` of `samples`, one decimal each: a cell of the A/B drivers' tables. */
+export function percentilesCell(samples: readonly number[]): string {
+  const s = summarize(samples);
+  return `${s.p50.toFixed(1)} / ${s.p90.toFixed(1)} / ${s.p99.toFixed(1)}`;
+}
+
+/**
+ * An A/B driver's rounds: `warmup + rounds` times, each side once, the side that goes first alternating, so that
+ * neither has the machine's better moments to itself. `counted` is false during the warm-up.
+ */
+export async function interleavedRounds<S>(
+  sides: readonly S[],
+  { rounds, warmup }: { rounds: number; warmup: number },
+  round: (side: S, counted: boolean) => Promise<void>,
+): Promise<void> {
+  for (let i = 0; i < warmup + rounds; i++) {
+    for (const side of i % 2 === 0 ? sides : [...sides].reverse()) await round(side, i >= warmup);
+  }
+}

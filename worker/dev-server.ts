@@ -46,9 +46,19 @@ export function queueReadRate(perSecond: number): Record<string, number> {
  * response to the workflow task that scheduled it, saving a task-queue round trip per step (the SDK asks for it by
  * default; the server must allow it). The queue readers' rate: {@link QUEUE_READS_PER_SECOND}. Enable the same on
  * production clusters (deploy/temporal/dynamicconfig.yaml).
+ *
+ * The search-attribute caches stay on, as on any production server (Temporal's default). The CLI's `start-dev` turns
+ * them off (`system.forceSearchAttributesCacheRefreshOnRead`) so that an attribute added at run time is usable at
+ * once; every start with attributes and every upsert then reads the cluster metadata and the namespace from the
+ * database first (the namespace under a lock every such read shares): 0.6–0.9 ms per upsert command, on the path of
+ * the workflow task's completion (docs/performance.md, "The search-attribute cache"). With the caches on, attributes
+ * added at run time (`threadline setup` in a new namespace) are accepted once the namespace cache refreshed (every
+ * 2 s), and the client resends a start refused meanwhile (client/connect.ts); the `--search-attribute` flags below
+ * register Threadline's before the server serves.
  */
 export const defaultDynamicConfig: Record<string, string | number | boolean> = {
   'system.enableActivityEagerExecution': true,
+  'system.forceSearchAttributesCacheRefreshOnRead': false,
   ...queueReadRate(QUEUE_READS_PER_SECOND),
 };
 
