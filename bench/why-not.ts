@@ -126,9 +126,10 @@ function ingestWhy(name: string, c: IngestCaseFigures, floorEvents: number): str
 export function whyNot(rows: TargetRow[], r: WhyNotInputs): WhyNot[] {
   const unmet = new Set(rows.filter((row) => !row.met).map((row) => row.id));
   const out: WhyNot[] = [];
-  const explain = (ids: string[], text: () => string) => {
+  /** `text` is given the ids of the group that are not met (in the order given), when any is not. */
+  const explain = (ids: string[], text: (which: string[]) => string) => {
     const which = ids.filter((id) => unmet.has(id));
-    if (which.length > 0) out.push({ ids: which, text: text() });
+    if (which.length > 0) out.push({ ids: which, text: text(which) });
   };
   const w = r.idleWake;
 
@@ -246,18 +247,26 @@ export function whyNot(rows: TargetRow[], r: WhyNotInputs): WhyNot[] {
       `the rest is native memory outside V8 (see (j) and docs/limits.md, worker memory).`
     );
   });
-  explain(['10a', '10b'], () => {
+  explain(['10a', '10b'], (which) => {
     const x = r.http;
     const inside = (side: typeof x.idleThread) => f1(side.gatewayLocalClient.p50 - side.gateway.p50);
-    const { inProcess, gateway } = x.segments.idleThread;
-    const split = Object.keys(gateway)
-      .map((name) => {
-        const [a, b] = [gateway[name].p50, inProcess[name]?.p50 ?? NaN];
-        return `${name}: ${f1(a)} vs ${f1(b)} (${signed(a - b)})`;
-      })
-      .join('; ');
+    const split = (path: 'idleThread' | 'newThread') => {
+      const { inProcess, gateway } = x.segments[path];
+      return Object.keys(gateway)
+        .map((name) => {
+          const [a, b] = [gateway[name].p50, inProcess[name]?.p50 ?? NaN];
+          return `${name}: ${f1(a)} vs ${f1(b)} (${signed(a - b)})`;
+        })
+        .join('; ');
+    };
+    // Each unmet path split where it parts from the in-process client's (10a the idle wake, 10b a new thread).
+    const paths = which.map((id) =>
+      id === '10a'
+        ? `The idle wake through the gateway beside the in-process client, p50 ms (see (i)): ${split('idleThread')}.`
+        : `A new thread through the gateway beside the in-process client, p50 ms (see (i)): ${split('newThread')}.`,
+    );
     return (
-      `The idle wake through the gateway beside the in-process client, p50 ms (see (i)): ${split}. The first row ` +
+      `${paths.join(' ')} The first row ` +
       'holds the HTTP request (the client process writing it, the gateway parsing, authorizing and validating it, ' +
       'then the same client call); the last is the SSE hop (framing, the socket write, the client process waking ' +
       'and parsing); the middle is the same workflow and step, with the gateway and a third process on the 2 ' +

@@ -173,6 +173,21 @@ describe('why the unmet targets are not met', () => {
     expect(gateway.text).toContain('→ first text-delta at the client: 1.2 vs 0.0 (+1.2)');
   });
 
+  it('splits a new thread through the gateway when 10b alone is not met', () => {
+    const [gateway] = whyNot([row('10a', true), row('10b', false)], inputs());
+    expect(gateway.ids).toEqual(['10b']);
+    expect(gateway.text).toContain('A new thread through the gateway beside the in-process client');
+    expect(gateway.text).toContain('send → start or update recorded by the server: 4.5 vs 3.0 (+1.5)');
+    expect(gateway.text).toContain('→ first text-delta at the client: 1.0 vs 0.0 (+1.0)');
+    expect(gateway.text).not.toContain('The idle wake through the gateway');
+  });
+
+  it('splits both paths when neither is met', () => {
+    const [gateway] = whyNot([row('10a', false), row('10b', false)], inputs());
+    expect(gateway.text).toContain('The idle wake through the gateway beside the in-process client');
+    expect(gateway.text).toContain('A new thread through the gateway beside the in-process client');
+  });
+
   it('puts HTTP ingest beside the in-process rate, with both clients', () => {
     const [ingest] = whyNot([row('10c', false)], inputs());
     expect(ingest.ids).toEqual(['10c']);
