@@ -13,11 +13,10 @@ import { eventsOf, findEvent, type HistoryEvent } from './history';
 import { startBenchEnv, watchTurn, withTimeout, type BenchEnv } from './env';
 import { interleavedRounds, percentilesCell } from './stats';
 import { threadKey } from '../protocol/ids';
-import { QUEUE_READS_PER_SECOND, queueReadRate } from '../worker/dev-server';
+import { QUEUE_READS_PER_SECOND, queueReadRate, TEMPORAL_QUEUE_READS_PER_SECOND } from '../worker/dev-server';
 
 const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.slice(9) ?? 60);
 const warmup = 5;
-const TEMPORAL_DEFAULT = 20;
 
 interface Side {
   name: string;
@@ -64,7 +63,7 @@ async function round(side: Side, counted: boolean): Promise<void> {
 
 const sides: Side[] = [];
 for (const [name, perSecond] of [
-  [`Temporal's default (${TEMPORAL_DEFAULT}/s per shard)`, TEMPORAL_DEFAULT],
+  [`Temporal's default (${TEMPORAL_QUEUE_READS_PER_SECOND}/s per shard)`, TEMPORAL_QUEUE_READS_PER_SECOND],
   [`Threadline's (${QUEUE_READS_PER_SECOND}/s per shard)`, QUEUE_READS_PER_SECOND],
 ] as const) {
   const env = await startBenchEnv({ dynamicConfig: queueReadRate(perSecond) });

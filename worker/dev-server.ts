@@ -32,6 +32,9 @@ const START_ATTEMPTS = 3;
  */
 export const QUEUE_READS_PER_SECOND = 1_000;
 
+/** Temporal's default rate for each of a shard's queue readers, sized for clusters of hundreds of shards. */
+export const TEMPORAL_QUEUE_READS_PER_SECOND = 20;
+
 /** The dynamic config that sets the queue readers' rate (transfer, timer, visibility) to `perSecond` per shard. */
 export function queueReadRate(perSecond: number): Record<string, number> {
   return {
