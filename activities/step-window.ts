@@ -54,32 +54,36 @@ export class StepWindowCache {
     const window = input.window;
     if (!window) throw ApplicationFailure.nonRetryable('The step input carries no context window.', 'InvalidStep');
     const key = input.threadKey;
-    let messages: StoredMessage[] | null = null;
-    if ('full' in window) {
-      messages = window.full;
-    } else {
-      const entry = this.entries.get(key);
-      if (entry?.stepKey === input.stepKey) {
-        messages = entry.messages; // a retried attempt on this worker
-      } else if (entry?.stepKey === window.base && entry.messages.length >= window.keep) {
-        messages = [...entry.messages.slice(entry.messages.length - window.keep), ...window.tail];
-      }
-      if (messages) this.stats.hits += 1;
+    if ('full' in window) return this.remember(key, input.stepKey, window.full);
+    const entry = this.entries.get(key);
+    if (entry?.stepKey === input.stepKey) {
+      // A retried attempt on this worker.
+      this.stats.hits += 1;
+      this.touch(key, entry);
+      return entry.messages;
     }
-    if (!messages) {
-      this.stats.misses += 1;
-      messages = await query(key, input.stepKey);
+    if (entry?.stepKey === window.base && entry.messages.length >= window.keep) {
+      // The previous window slid forward: only the new messages are measured, so a step costs what changed.
+      this.stats.hits += 1;
+      const from = entry.messages.length - window.keep;
+      const messages = [...entry.messages.slice(from), ...window.tail];
+      return this.remember(key, input.stepKey, messages, [...entry.sizes.slice(from), ...window.tail.map(sizeOf)]);
     }
-    this.remember(key, input.stepKey, messages);
-    return messages;
+    this.stats.misses += 1;
+    return this.remember(key, input.stepKey, await query(key, input.stepKey));
   }
 
-  private remember(key: string, stepKey: string, messages: StoredMessage[]): void {
+  /** Keeps `messages` as the thread's latest window (`sizes`: each one's size, when known) and returns them. */
+  private remember(
+    key: string,
+    stepKey: string,
+    messages: StoredMessage[],
+    sizes: number[] = messages.map(sizeOf),
+  ): StoredMessage[] {
     this.forget(key);
-    const sizes = messages.map((m) => JSON.stringify(m).length);
     const bytes = sizes.reduce((a, b) => a + b, 0);
     // A window larger than the whole budget is not kept: the next step asks the workflow.
-    if (bytes > this.limits.maxBytes) return;
+    if (bytes > this.limits.maxBytes) return messages;
     this.entries.set(key, { stepKey, messages, sizes, bytes });
     this.bytes += bytes;
     for (const [oldest, entry] of this.entries) {
@@ -87,6 +91,13 @@ export class StepWindowCache {
       this.entries.delete(oldest);
       this.bytes -= entry.bytes;
     }
+    return messages;
+  }
+
+  /** Marks an entry as just used (insertion order is recency). */
+  private touch(key: string, entry: Entry): void {
+    this.entries.delete(key);
+    this.entries.set(key, entry);
   }
 
   private forget(key: string): void {
@@ -96,6 +107,9 @@ export class StepWindowCache {
     this.bytes -= entry.bytes;
   }
 }
+
+/** A message's size in the cache's budget: its JSON's length. */
+const sizeOf = (message: StoredMessage): number => JSON.stringify(message).length;
 
 /** The production `WindowQuery`: the thread's workflow (its id is the thread key) answers `stepWindowQuery`. */
 export function queryWorkflowWindow(client: () => Client): WindowQuery {

@@ -51,6 +51,8 @@ describe('StepWindows → StepWindowCache', () => {
         expect(sentBytes).toBeLessThan(400); // two new messages, whatever the length of the conversation
       }
       expect(await cache.resolve(input('k', `${step}`, sent), noQuery)).toEqual(planned);
+      // Only the new messages are measured on a slide; the budget still counts the window's whole JSON.
+      expect(cache.size.bytes).toBe(planned.reduce((sum, m) => sum + JSON.stringify(m).length, 0));
     }
     expect(cache.stats).toEqual({ hits: 299, misses: 0 });
   });
