@@ -61,8 +61,20 @@ export class Conversation {
   }
 }
 
+/**
+ * Each stored message's size as JSON, measured once: a stored message is never changed, and every step measures its
+ * window (`selectWindow`), so a long thread's workflow task would otherwise re-serialize it each time. Keyed by the
+ * message object, so it leaves with the message; a replay measures the same objects in the same order.
+ */
+const jsonSizes = new WeakMap<StoredMessage, number>();
+
 function jsonSize(message: StoredMessage): number {
-  return JSON.stringify(message).length;
+  let size = jsonSizes.get(message);
+  if (size === undefined) {
+    size = JSON.stringify(message).length;
+    jsonSizes.set(message, size);
+  }
+  return size;
 }
 
 /** An accepted input as the conversation stores it. */
@@ -91,7 +103,7 @@ export function selectWindow(messages: readonly StoredMessage[], window: Context
   let start = Math.max(0, messages.length - window.maxMessages);
   let bytes = 0;
   for (let i = messages.length - 1; i >= start; i--) {
-    bytes += JSON.stringify(messages[i]).length;
+    bytes += jsonSize(messages[i]);
     if (bytes > window.maxBytes && i < messages.length - 1) {
       start = i + 1;
       break;

@@ -34,6 +34,20 @@ describe('selectWindow', () => {
     const tail = JSON.stringify(all.slice(2)).length;
     expect(ids(selectWindow(all, { maxMessages: 10, maxBytes: tail }))).toEqual(['v']);
   });
+
+  it('measures each message once and chooses as a fresh measure would, window after window', () => {
+    const all: StoredMessage[] = [];
+    for (let i = 0; i < 200; i++) {
+      all.push(user(`m${i}`, 'w'.repeat((i * 37) % 300)));
+      for (const window of [
+        { maxMessages: 40, maxBytes: 4_000 },
+        { maxMessages: 100, maxBytes: 512 * 1024 },
+      ]) {
+        // Copies are new objects, measured afresh: the sizes kept for the originals must give the same window.
+        expect(ids(selectWindow(all, window))).toEqual(ids(selectWindow(structuredClone(all), window)));
+      }
+    }
+  });
 });
 
 describe('toInputMessage', () => {
