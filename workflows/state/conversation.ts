@@ -64,7 +64,9 @@ export class Conversation {
 /**
  * Each stored message's size as JSON, measured once: a stored message is never changed, and every step measures its
  * window (`selectWindow`), so a long thread's workflow task would otherwise re-serialize it each time. Keyed by the
- * message object, so it leaves with the message; a replay measures the same objects in the same order.
+ * message object, so it leaves with the message; a replay measures the same objects in the same order. The SDK's
+ * reusable context shares this map among the worker's workflows: harmless, as each key is one execution's own object
+ * and its size depends on nothing else.
  */
 const jsonSizes = new WeakMap<StoredMessage, number>();
 
