@@ -35,6 +35,17 @@ const knownIssues = [
     failure:
       /TMPRL1100.*Activity machine does not handle this event: HistoryEvent\(id: 13, WorkflowExecutionUpdateCompleted\)/,
   },
+  {
+    // CI's chaos run seed 1049782768 (production server, a worker killed every 15 s), thread t160: the step's activity
+    // timed out (event 45), the task after it timed out in a killed worker's hands (46-48), and a new worker's task on
+    // the normal queue (49-51) answered [upsert, schedule publishEvents, accept update, complete update]: the step's
+    // result handled before the update, as t49 above; the query-task guard did not catch it (docs/operations.md, "What
+    // the guard cannot see"). Fails the same way at 85a5d42, before the run's code changes.
+    name: 'chaos-1049782768 t160: a timed-out step handled before an update, replayed in one activation',
+    file: 'update-split-chaos-1049782768-t160.json',
+    failure:
+      /TMPRL1100.*Update machine does not handle this event: HistoryEvent\(id: 52, UpsertWorkflowSearchAttributes\)/,
+  },
 ];
 
 describe('replay of histories with a known SDK-level divergence', () => {
