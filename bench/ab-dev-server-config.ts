@@ -19,6 +19,7 @@
  *   npx tsx bench/ab-dev-server-config.ts --case=visibility-reads [--rounds=60]
  */
 import { randomUUID } from 'node:crypto';
+import { arg } from './args';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { settledHistory, findEvent, type HistoryEvent } from './history';
 import { startBenchEnv, wallClock, watchTurn, withTimeout, type BenchEnv } from './env';
@@ -26,8 +27,7 @@ import { interleavedRounds, percentilesCell } from './stats';
 import type { ThreadTarget } from '../protocol/schemas';
 import { QUEUE_READS_PER_SECOND, TEMPORAL_QUEUE_READS_PER_SECOND } from '../worker/dev-server';
 
-const arg = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-const rounds = Number(arg('rounds') ?? 60);
+const rounds = Number(arg('rounds', '60'));
 const warmup = 5;
 
 type Setting = Record<string, string | number | boolean>;
@@ -60,7 +60,7 @@ const cases: Record<string, { pauseMs: number; sides: [string, Setting][] }> = {
     ],
   },
 };
-const caseName = arg('case') ?? '';
+const caseName = arg('case', '');
 if (!(caseName in cases)) throw new Error(`--case= one of ${Object.keys(cases).join(', ')}`);
 
 type Series =

@@ -8,12 +8,11 @@
  *   npx tsx bench/ab-known-threads.ts [--inputs=1500] [--threads=50] [--concurrency=32]
  */
 import { randomUUID } from 'node:crypto';
+import { arg } from './args';
 import { connect, type ThreadlineClient } from '../client/connect';
 import { benchAgent, startBenchEnv } from './env';
 import { ingestSignal, persistOnly, runIngest } from './ingest-loop';
 
-const arg = (name: string, fallback: string) =>
-  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const inputs = Number(arg('inputs', '1500'));
 const threads = Number(arg('threads', '50'));
 const concurrency = Number(arg('concurrency', '32'));

@@ -9,13 +9,14 @@
  *   npx tsx bench/ab-queue-reads.ts [--rounds=60]
  */
 import { randomUUID } from 'node:crypto';
+import { arg } from './args';
 import { eventsOf, findEvent, type HistoryEvent } from './history';
 import { startBenchEnv, watchTurn, withTimeout, type BenchEnv } from './env';
 import { interleavedRounds, percentilesCell } from './stats';
 import { threadKey } from '../protocol/ids';
 import { QUEUE_READS_PER_SECOND, queueReadRate, TEMPORAL_QUEUE_READS_PER_SECOND } from '../worker/dev-server';
 
-const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.slice(9) ?? 60);
+const rounds = Number(arg('rounds', '60'));
 const warmup = 5;
 
 interface Side {

@@ -14,6 +14,7 @@
  *   npx tsx bench/eager-start.ts [--rounds=100]
  */
 import { randomUUID } from 'node:crypto';
+import { arg } from './args';
 import { fileURLToPath } from 'node:url';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { startBareWorker } from './floor/bare-worker';
@@ -22,7 +23,7 @@ import { floorInputUpdate, floorWorkflow } from './floor/workflows';
 import { startedFloorWorkflow } from './floor/eager-workflows';
 import { summarize } from './stats';
 
-const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.slice(9) ?? 100);
+const rounds = Number(arg('rounds', '100'));
 const warmup = 10;
 const probe = new FloorProbe();
 const { client, taskQueue, close } = await startBareWorker(

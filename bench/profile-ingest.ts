@@ -9,13 +9,12 @@
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/profile-ingest.ts --side=gateway --signals=3000
  */
 import type { ThreadTarget } from '../protocol/schemas';
+import { arg } from './args';
 import { benchAgent, serveBenchGateway, startBenchEnv } from './env';
 import { freshThread } from './gateway-bus';
 import { ingestSignal, persistOnly, runIngest } from './ingest-loop';
 import { cpuSnapshot } from './signal-ingest';
 
-const arg = (name: string, fallback: string) =>
-  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const signals = Number(arg('signals', '1000'));
 const threads = Number(arg('threads', '250'));
 const concurrency = Number(arg('concurrency', '32'));

@@ -8,6 +8,7 @@
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/profile-wake.ts --rounds=200 --side=in-process
  */
 import { randomUUID } from 'node:crypto';
+import { arg } from './args';
 import { performance } from 'node:perf_hooks';
 import type { ServedGateway } from '../gateway/serve';
 import type { ThreadTarget } from '../protocol/schemas';
@@ -16,8 +17,6 @@ import { eventsUrl, freshThread, sendOverHttp, subscribeStamped } from './gatewa
 import { settledHistory } from './history';
 import { summarize } from './stats';
 
-const arg = (name: string, fallback: string) =>
-  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const rounds = Number(arg('rounds', '100'));
 const warmup = Number(arg('warmup', '10'));
 const sides = arg('side', 'in-process,gateway').split(',') as Side[];

@@ -13,6 +13,7 @@
  *   npx tsx bench/task-anatomy.ts [--rounds=20]
  */
 import { randomUUID } from 'node:crypto';
+import { arg } from './args';
 import { performance } from 'node:perf_hooks';
 import { promiseHooks } from 'node:v8';
 import vm from 'node:vm';
@@ -21,7 +22,7 @@ import { startBenchEnv, watchTurn } from './env';
 import { settled } from './floor/latency';
 import { settledHistory } from './history';
 
-const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.slice('--rounds='.length) ?? 20);
+const rounds = Number(arg('rounds', '20'));
 
 interface Activation {
   workflow: string;
