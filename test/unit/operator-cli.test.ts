@@ -12,6 +12,7 @@ import {
   locateDivergence,
   type JsonEvent,
 } from '../../worker/commands/divergence';
+import { keptEvents, lastTaskCompletedBefore, redoneWork, resetRequestId } from '../../worker/commands/history-repair';
 import { formatThreadName, parseThreadName, threadArgument } from '../../worker/commands/thread-name';
 import { literal, threadListQuery } from '../../client/thread-list';
 
@@ -164,6 +165,40 @@ describe('divergence', () => {
 });
 
 /** Events 1–4: the execution starts and its first workflow task completes. */
+describe('history repair plan', () => {
+  // Tasks complete at events 4 and 10; the second task's commands start at 11.
+  const events = [
+    ...firstTask(),
+    activity(5, 'runStep'),
+    event(6, 'ACTIVITY_TASK_STARTED'),
+    event(7, 'ACTIVITY_TASK_COMPLETED'),
+    event(8, 'WORKFLOW_TASK_SCHEDULED'),
+    event(9, 'WORKFLOW_TASK_STARTED'),
+    event(10, 'WORKFLOW_TASK_COMPLETED'),
+    event(11, 'WORKFLOW_EXECUTION_UPDATE_ACCEPTED'),
+    activity(12, 'runStep'),
+    activity(13, 'publishEvents'),
+    event(14, 'WORKFLOW_EXECUTION_SIGNALED'),
+  ];
+
+  it('resets to the last completed task before the divergence, keeping the events before it', () => {
+    expect(lastTaskCompletedBefore(events, 12)).toBe(10);
+    expect(lastTaskCompletedBefore(events, 10)).toBe(4);
+    expect(lastTaskCompletedBefore(events, 4)).toBeUndefined();
+    expect(keptEvents(events, 10).map((e) => Number(e.eventId))).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  });
+
+  it('counts what the reset redoes, and derives one request id per run and event', () => {
+    expect(redoneWork(events, 10)).toEqual({ updates: 1, signals: 1, steps: 1, otherActivities: 1 });
+    expect(redoneWork(events, 4)).toEqual({ updates: 1, signals: 1, steps: 2, otherActivities: 1 });
+    const id = resetRequestId('run-1', 10);
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    expect(resetRequestId('run-1', 10)).toBe(id);
+    expect(resetRequestId('run-1', 4)).not.toBe(id);
+    expect(resetRequestId('run-2', 10)).not.toBe(id);
+  });
+});
+
 function firstTask(): JsonEvent[] {
   return [
     event(1, 'WORKFLOW_EXECUTION_STARTED'),

@@ -560,7 +560,7 @@ describe('usage errors exit 2', () => {
   it('history alone prints its commands (exit 2); --help lists them (exit 0)', async () => {
     const bare = await cli(['history']);
     expect(bare.code).toBe(2);
-    expect(bare.err).toContain('Usage: threadline history <export|replay>');
+    expect(bare.err).toContain('Usage: threadline history <export|replay|repair>');
     const help = await cli(['history', '--help']);
     expect(help.code).toBe(0);
     expect(help.out).toContain('threadline history replay support.history.json');

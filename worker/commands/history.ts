@@ -2,7 +2,8 @@
  * `threadline history export` writes a thread's whole history (every execution across continue-as-new) to one
  * file; `threadline history replay` replays such a file, or a live thread, against the current workflow code and
  * names the first event where the code and the history part ways. The replay check of docs/operations.md, for one
- * thread of a running deployment.
+ * thread of a running deployment. `threadline history repair` (history-repair.ts) resets a thread whose running execution
+ * no longer replays.
  */
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -10,7 +11,7 @@ import type { WorkflowClient } from '@temporalio/client';
 import { threadKey } from '../../protocol/ids';
 import type { ThreadTarget } from '../../protocol/schemas';
 import { EXIT, UsageError, type Command, type CommandContext, type CommandGroup } from './command';
-import { locateDivergence, type Divergence, type JsonEvent } from './divergence';
+import { locateDivergence, type Divergence } from './divergence';
 import { json } from './format';
 import {
   HISTORY_FORMAT,
@@ -19,7 +20,8 @@ import {
   type ExportedExecution,
   type HistoryExport,
 } from './history-file';
-import { replaySinks } from '../replay-sinks';
+import { makeReplayer } from './replayer';
+import { repairCommand } from './history-repair';
 import { withSession } from './session';
 import {
   formatThreadName,
@@ -167,18 +169,7 @@ async function replayAll(
   workflowId: string,
   bundlePath: string | undefined,
 ): Promise<ReplayOutcome[]> {
-  const { Worker, bundleWorkflowCode } = await import('@temporalio/worker');
-  const { historyFromJSON } = await import('@temporalio/common/lib/proto-utils');
-  await quietRuntime();
-  const workflowBundle = bundlePath
-    ? { codePath: bundlePath }
-    : { code: (await bundleWorkflowCode({ workflowsPath: await workflowsPath(), logger: silent })).code };
-  const replay = async (events: JsonEvent[]): Promise<Error | undefined> => {
-    const histories = [{ workflowId, history: historyFromJSON({ events }) }];
-    for await (const result of Worker.runReplayHistories({ workflowBundle, sinks: replaySinks }, histories))
-      return result.error;
-    return undefined;
-  };
+  const replay = await makeReplayer(workflowId, bundlePath);
   const outcomes: ReplayOutcome[] = [];
   for (const execution of executions) {
     const { events } = execution.history;
@@ -218,28 +209,8 @@ function eventLabel(divergence: Divergence): string {
   return `event ${divergence.eventId} (${divergence.eventType}${divergence.name ? ` ${divergence.name}` : ''})`;
 }
 
-async function workflowsPath(): Promise<string> {
-  return (await import('../index')).workflowsPath;
-}
-
-/** Replay workers log every failed task; the outcome is reported here instead. The host may have a runtime already. */
-async function quietRuntime(): Promise<void> {
-  const { Runtime, DefaultLogger } = await import('@temporalio/worker');
-  try {
-    Runtime.install({
-      logger: new DefaultLogger('ERROR'),
-      telemetryOptions: { logging: { filter: 'ERROR', forward: {} } },
-      shutdownSignals: [],
-    });
-  } catch {
-    // Installed already (a test process, or a host that set up its own).
-  }
-}
-
-const noop = () => undefined;
-const silent = { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: noop };
-
 export const historyCommand: CommandGroup = {
-  summary: "Export a thread's history to a file, and replay it against the current workflow code.",
-  subcommands: { export: exportCommand, replay: replayCommand },
+  summary:
+    "Export a thread's history to a file, replay it against the current workflow code, and repair a thread stuck on a divergence.",
+  subcommands: { export: exportCommand, replay: replayCommand, repair: repairCommand },
 };

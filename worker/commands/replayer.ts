@@ -1,0 +1,46 @@
+/**
+ * Replays histories in Temporal's JSON form against the workflow code of this installation (bundled once) or a
+ * prebuilt bundle: what `threadline history replay` and `history repair` check a thread with.
+ */
+import { replaySinks } from '../replay-sinks';
+import type { ReplayEvents } from './divergence';
+
+/**
+ * A replay function for `workflowId`'s histories. The bundle is made (or read) once, on the first call of this
+ * function; each replay then runs a replay worker on it.
+ */
+export async function makeReplayer(workflowId: string, bundlePath: string | undefined): Promise<ReplayEvents> {
+  const { Worker, bundleWorkflowCode } = await import('@temporalio/worker');
+  const { historyFromJSON } = await import('@temporalio/common/lib/proto-utils');
+  await quietRuntime();
+  const workflowBundle = bundlePath
+    ? { codePath: bundlePath }
+    : { code: (await bundleWorkflowCode({ workflowsPath: await workflowsPath(), logger: silent })).code };
+  return async (events) => {
+    const histories = [{ workflowId, history: historyFromJSON({ events }) }];
+    for await (const result of Worker.runReplayHistories({ workflowBundle, sinks: replaySinks }, histories))
+      return result.error;
+    return undefined;
+  };
+}
+
+async function workflowsPath(): Promise<string> {
+  return (await import('../index')).workflowsPath;
+}
+
+/** Replay workers log every failed task; the outcome is reported instead. The host may have a runtime already. */
+async function quietRuntime(): Promise<void> {
+  const { Runtime, DefaultLogger } = await import('@temporalio/worker');
+  try {
+    Runtime.install({
+      logger: new DefaultLogger('ERROR'),
+      telemetryOptions: { logging: { filter: 'ERROR', forward: {} } },
+      shutdownSignals: [],
+    });
+  } catch {
+    // Installed already (a test process, or a host that set up its own).
+  }
+}
+
+const noop = () => undefined;
+const silent = { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: noop };
