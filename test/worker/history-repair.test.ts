@@ -17,6 +17,7 @@ import { threadKey } from '../../protocol/ids';
 import type { StoredMessage } from '../../protocol/messages';
 import { createWorker, type ThreadlineWorker } from '../../worker';
 import { runCli } from '../../worker/cli';
+import { CannotRepair, resetThread, type RepairPlan } from '../../worker/commands/history-repair';
 import { formatThreadName } from '../../worker/commands/thread-name';
 import { sendAndWaitForAnswer, startHarness, testAgent, within, type Harness } from '../support/harness';
 
@@ -121,19 +122,15 @@ describe('threadline history repair', () => {
 
     const repaired = await cli(['history', 'repair', name, '--bundle', bundle, '--yes', '--json']);
     expect(repaired.code, repaired.out + repaired.err).toBe(0);
-    const result = JSON.parse(repaired.out) as {
-      runId: string;
-      reset: boolean;
-      newRunId: string;
-      resetEventId: number;
-      divergence: { eventId: number; eventType: string };
-      redone: { updates: number; steps: number };
-    };
+    const result = JSON.parse(repaired.out) as RepairPlan & { reset: boolean; newRunId: string };
     expect(result).toMatchObject({ runId, reset: true, divergence: { eventType: 'WorkflowPropertiesModified' } });
-    expect(result.resetEventId).toBeLessThan(result.divergence.eventId);
+    expect(result.resetEventId).toBeLessThan(result.divergence!.eventId);
     // Turn 2's input and its step came after the reset point: reapplied and run again.
     expect(result.redone.updates).toBeGreaterThanOrEqual(1);
     expect(result.redone.steps).toBeGreaterThanOrEqual(1);
+    expect((await handle.describe()).runId).toBe(result.newRunId);
+    // A plan made before someone else's reset is refused: resetting its run would terminate the new one.
+    await expect(resetThread(h.temporal, 'default', result)).rejects.toThrow(CannotRepair);
     expect((await handle.describe()).runId).toBe(result.newRunId);
 
     // The waiting input is answered, and the thread finishes its runs: turn 3 joins the redone turn's run when it

@@ -88,7 +88,7 @@ export function resetRequestId(runId: string, resetEventId: number): string {
 }
 
 /** A refusal to reset: the command says why and exits 1, having changed nothing. */
-class CannotRepair extends Error {}
+export class CannotRepair extends Error {}
 
 export const repairCommand: Command = {
   summary:
@@ -145,7 +145,7 @@ export const repairCommand: Command = {
           context.out(context.values.json ? json({ ...plan, reset: false }) : describePlan(target, plan, false));
           return EXIT.ok;
         }
-        const newRunId = await reset(temporal, settings.temporal.namespace, plan);
+        const newRunId = await resetThread(temporal, settings.temporal.namespace, plan);
         context.out(
           context.values.json
             ? json({ ...plan, reset: true, newRunId })
@@ -231,8 +231,17 @@ async function checkKeptEventsReplay(
   );
 }
 
-async function reset(temporal: Client, namespace: string, plan: RepairPlan): Promise<string> {
+/** Resets the planned run; refuses (`CannotRepair`) when it is no longer the thread's current, running one. */
+export async function resetThread(temporal: Client, namespace: string, plan: RepairPlan): Promise<string> {
   const { default: Long } = await import('long');
+  // A reset names the run it resets and terminates whichever run is current: if another one began since the plan
+  // (someone reset it meanwhile), resetting the planned run would throw that one's work away.
+  const current = await temporal.workflow.getHandle(plan.workflowId).describe();
+  if (current.runId !== plan.runId || current.status.name !== 'RUNNING') {
+    throw new CannotRepair(
+      `${plan.workflowId}: its current run is now ${current.runId} (${current.status.name}), not the run ${plan.runId} just checked: nothing reset. Run the command again.`,
+    );
+  }
   const reason = plan.divergence
     ? `threadline history repair: replay diverges at event ${plan.divergence.eventId} (${plan.divergence.eventType})`
     : `threadline history repair: reset to event ${plan.resetEventId}`;
