@@ -21,15 +21,24 @@ export interface ChainExecution {
   history: { events: HistoryEventJson[] };
 }
 
+/** One execution's whole history, in Temporal's JSON form. */
+export async function readExecutionHistory(
+  workflow: WorkflowClient,
+  workflowId: string,
+  runId: string,
+): Promise<{ events: HistoryEventJson[] }> {
+  const { historyToJSON } = await import('@temporalio/common/lib/proto-utils');
+  return JSON.parse(historyToJSON(await workflow.getHandle(workflowId, runId).fetchHistory())) as {
+    events: HistoryEventJson[];
+  };
+}
+
 /** Every execution of `workflowId`'s chain, oldest first: back from the latest along `continuedExecutionRunId`. */
 export async function readHistoryChain(workflow: WorkflowClient, workflowId: string): Promise<ChainExecution[]> {
-  const { historyToJSON } = await import('@temporalio/common/lib/proto-utils');
   const chain: ChainExecution[] = [];
   let runId: string | undefined = (await workflow.getHandle(workflowId).describe()).runId;
   while (runId) {
-    const history = JSON.parse(historyToJSON(await workflow.getHandle(workflowId, runId).fetchHistory())) as {
-      events: HistoryEventJson[];
-    };
+    const history = await readExecutionHistory(workflow, workflowId, runId);
     const started = history.events[0]?.workflowExecutionStartedEventAttributes as
       { continuedExecutionRunId?: string } | undefined;
     const continuedFromRunId = started?.continuedExecutionRunId || undefined;

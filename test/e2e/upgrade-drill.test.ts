@@ -28,10 +28,10 @@ import type { ThreadEvent } from '../../protocol/events';
 import type { StoredMessage } from '../../protocol/messages';
 import { threadKey } from '../../protocol/ids';
 import type { ThreadTarget } from '../../protocol/schemas';
-import { runCli } from '../../worker/cli';
 import type { JsonEvent } from '../../worker/commands/divergence';
 import { readHistoryChain } from '../../worker/commands/history-file';
 import { formatThreadName } from '../../worker/commands/thread-name';
+import { runThreadline, type CliRun } from '../support/cli';
 import { collectUntil, startHarness, textByRun, userTurns, type Harness } from '../support/harness';
 import { echoResponder } from '../support/model-server';
 import { startWorkerProcess, workerEnvFor } from '../support/processes';
@@ -77,21 +77,8 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-interface CliRun {
-  code: number | undefined;
-  out: string;
-  err: string;
-}
-
 /** `threadline …` in-process (the binary's code path), with the drill's server and task queue. */
-async function cli(...args: string[]): Promise<CliRun> {
-  const run: CliRun = { code: undefined, out: '', err: '' };
-  run.code = await runCli(args, cliEnv, {
-    out: (text) => (run.out += `${text}\n`),
-    err: (text) => (run.err += `${text}\n`),
-  });
-  return run;
-}
+const cli = (...args: string[]): Promise<CliRun> => runThreadline(args, cliEnv);
 
 interface ReplayReport {
   ok: boolean;

@@ -16,9 +16,9 @@ import { connect } from '../../client/connect';
 import { threadKey } from '../../protocol/ids';
 import type { StoredMessage } from '../../protocol/messages';
 import { createWorker, type ThreadlineWorker } from '../../worker';
-import { runCli } from '../../worker/cli';
 import { CannotRepair, resetThread, type RepairPlan } from '../../worker/commands/history-repair';
 import { formatThreadName } from '../../worker/commands/thread-name';
+import { runThreadline } from '../support/cli';
 import { sendAndWaitForAnswer, startHarness, testAgent, within, type Harness } from '../support/harness';
 
 let h: Harness;
@@ -32,14 +32,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function cli(args: string[]) {
-  const run = { code: undefined as number | undefined, out: '', err: '' };
-  run.code = await runCli(args, env, {
-    out: (text) => (run.out += `${text}\n`),
-    err: (text) => (run.err += `${text}\n`),
-  });
-  return run;
-}
+const cli = (args: string[]) => runThreadline(args, env);
 
 /** A worker with the real workflow code plus the divergent interceptor (bundled on the spot). */
 async function startDivergentWorker(): Promise<{ stop(): Promise<void> }> {

@@ -20,6 +20,7 @@ import { threadKey } from '../../protocol/ids';
 import type { ThreadTarget } from '../../protocol/schemas';
 import type { MessagesPage, RecordPage, ThreadView } from '../../protocol/views';
 import { runCli } from '../../worker/cli';
+import { runThreadline } from '../support/cli';
 import { formatThreadName } from '../../worker/commands/thread-name';
 import type { HistoryExport } from '../../worker/commands/history-file';
 import { afterFinishes, collectUntil, startHarness, testAgent, type Harness } from '../support/harness';
@@ -68,22 +69,9 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-interface Run {
-  code: number | undefined;
-  out: string;
-  err: string;
-}
-
 /** `threadline …` in-process, with the test's settings (plus `extra`). */
-async function cli(args: string[], extra: Record<string, string | undefined> = {}, signal?: AbortSignal) {
-  const run: Run = { code: undefined, out: '', err: '' };
-  run.code = await runCli(
-    args,
-    { ...env, ...extra },
-    { out: (text) => (run.out += `${text}\n`), err: (text) => (run.err += `${text}\n`), signal },
-  );
-  return run;
-}
+const cli = (args: string[], extra: Record<string, string | undefined> = {}, signal?: AbortSignal) =>
+  runThreadline(args, { ...env, ...extra }, signal);
 
 const name = (t: ThreadTarget) => formatThreadName(t);
 

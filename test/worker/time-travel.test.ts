@@ -17,7 +17,7 @@ import { threadKey } from '../../protocol/ids';
 import type { ThreadTarget } from '../../protocol/schemas';
 import type { StepList, StepPrompt } from '../../protocol/time-travel';
 import type { MessagesPage } from '../../protocol/views';
-import { runCli } from '../../worker/cli';
+import { runThreadline } from '../support/cli';
 import { formatThreadName } from '../../worker/commands/thread-name';
 import type { ReceivedRequest, ScriptedReply } from '../support/model-server';
 import { afterFinishes, collectUntil, startHarness, type Harness } from '../support/harness';
@@ -109,14 +109,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function cli(args: string[]) {
-  const result = { code: undefined as number | undefined, out: '', err: '' };
-  result.code = await runCli(args, env, {
-    out: (text) => (result.out += `${text}\n`),
-    err: (text) => (result.err += `${text}\n`),
-  });
-  return result;
-}
+const cli = (args: string[]) => runThreadline(args, env);
 
 const name = formatThreadName;
 

@@ -9,12 +9,13 @@
  */
 import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
+import { readExecutionHistory } from '../../client/history-chain';
 import { threadKey } from '../../protocol/ids';
 import type { ThreadTarget } from '../../protocol/schemas';
 import { EXIT, UsageError, type Command } from './command';
 import { locateDivergence, eventTypeName, type Divergence, type JsonEvent, type ReplayEvents } from './divergence';
 import { json } from './format';
-import { makeReplayer } from './replayer';
+import { bundleOption, makeReplayer } from './replayer';
 import { withSession } from './session';
 import { formatThreadName, noMore, threadArgument, threadOptionHelp, threadOptions } from './thread-name';
 
@@ -123,9 +124,7 @@ export const repairCommand: Command = {
     if (eventOption !== undefined && !/^[1-9]\d*$/.test(eventOption)) {
       throw new UsageError(`--event takes an event id (a whole number ≥ 1), not "${eventOption}".`);
     }
-    const bundle = context.values.bundle as string | undefined;
-    const { existsSync } = await import('node:fs');
-    if (bundle !== undefined && !existsSync(bundle)) throw new UsageError(`--bundle: there is no file "${bundle}".`);
+    const bundle = bundleOption(context);
     const yes = context.values.yes === true;
     try {
       return await withSession(context.env, async ({ temporal, settings }) => {
@@ -169,7 +168,6 @@ async function planRepair(
   options: { bundle?: string; resetEventId?: number },
 ): Promise<RepairPlan | null> {
   const { WorkflowNotFoundError } = await import('@temporalio/client');
-  const { historyToJSON } = await import('@temporalio/common/lib/proto-utils');
   const workflowId = threadKey(target.resourceId, target.threadId);
   const name = formatThreadName(target);
   let description;
@@ -185,11 +183,7 @@ async function planRepair(
     );
   }
   const { runId } = description;
-  const events = (
-    JSON.parse(historyToJSON(await temporal.workflow.getHandle(workflowId, runId).fetchHistory())) as {
-      events: JsonEvent[];
-    }
-  ).events;
+  const { events } = await readExecutionHistory(temporal.workflow, workflowId, runId);
   const replay = await makeReplayer(workflowId, options.bundle);
   const error = await replay(events);
   const divergence = error ? await locateDivergence(events, error, replay) : null;

@@ -10,7 +10,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import type { WorkflowClient } from '@temporalio/client';
 import { threadKey } from '../../protocol/ids';
 import type { ThreadTarget } from '../../protocol/schemas';
-import { EXIT, UsageError, type Command, type CommandContext, type CommandGroup } from './command';
+import { EXIT, type Command, type CommandContext, type CommandGroup } from './command';
 import { locateDivergence, type Divergence } from './divergence';
 import { json } from './format';
 import {
@@ -20,7 +20,7 @@ import {
   type ExportedExecution,
   type HistoryExport,
 } from './history-file';
-import { makeReplayer } from './replayer';
+import { bundleOption, makeReplayer } from './replayer';
 import { repairCommand } from './history-repair';
 import { withSession } from './session';
 import {
@@ -114,8 +114,7 @@ const replayCommand: Command = {
     'threadline history replay test/replay/histories/thread-signals.json --bundle dist/workflow-bundle.js',
   ],
   async run(context) {
-    const bundle = context.values.bundle as string | undefined;
-    if (bundle !== undefined && !existsSync(bundle)) throw new UsageError(`--bundle: there is no file "${bundle}".`);
+    const bundle = bundleOption(context);
     const source = await replaySource(context);
     const outcomes = await replayAll(source.executions, source.workflowId, bundle);
     const ok = outcomes.every((o) => !o.divergence);

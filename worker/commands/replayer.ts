@@ -2,8 +2,17 @@
  * Replays histories in Temporal's JSON form against the workflow code of this installation (bundled once) or a
  * prebuilt bundle: what `threadline history replay` and `history repair` check a thread with.
  */
+import { existsSync } from 'node:fs';
 import { replaySinks } from '../replay-sinks';
+import { UsageError, type CommandContext } from './command';
 import type { ReplayEvents } from './divergence';
+
+/** The `--bundle FILE` option of a command that replays: the file must exist (a usage error, exit 2, else). */
+export function bundleOption(context: Pick<CommandContext, 'values'>): string | undefined {
+  const bundle = context.values.bundle as string | undefined;
+  if (bundle !== undefined && !existsSync(bundle)) throw new UsageError(`--bundle: there is no file "${bundle}".`);
+  return bundle;
+}
 
 /**
  * A replay function for `workflowId`'s histories. The bundle is made (or read) once, on the first call of this
