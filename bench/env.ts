@@ -25,7 +25,7 @@ import {
   type ScriptedReply,
 } from '../test/support/model-server';
 import { defaultDynamicConfig, startDevServer, type DevServerOptions } from '../worker/dev-server';
-import { createWorker, workflowsPath, type CreateWorkerOptions } from '../worker/index';
+import { createWorker, threadBundleOptions, type CreateWorkerOptions } from '../worker/index';
 import { locateTemporalCli } from '../worker/temporal-cli';
 import { createLogger } from '../observability';
 import { summarizeAgents } from '../agents/summary';
@@ -130,7 +130,7 @@ export async function startBenchEnv(options: BenchEnvOptions = {}): Promise<Benc
   const [server, model, { code }] = await Promise.all([
     startDevServer({ cliPath, port: 0, headless: true, dynamicConfig: serverConfig }),
     startModelServer(),
-    bundleWorkflowCode({ workflowsPath, logger: quietLogger, ...options.bundle }),
+    bundleWorkflowCode({ ...threadBundleOptions, logger: quietLogger, ...options.bundle }),
   ]);
   const bus = new MemoryBus();
   const taskQueue = `bench-${randomUUID()}`;

@@ -27,7 +27,7 @@ import { startChild, type ChildProcessHandle } from '../test/support/child-proce
 import type { ScriptedReply } from '../test/support/model-server';
 import { startRedis, type RedisServer } from '../test/support/redis';
 import { parseSse } from '../test/support/sse';
-import { createWorker, workflowsPath, type ThreadlineWorker } from '../worker/index';
+import { createWorker, threadBundleOptions, type ThreadlineWorker } from '../worker/index';
 import { benchAgent, gatewayLogger, withTimeout, type BenchEnv } from './env';
 import { summarize, type Summary } from './stats';
 
@@ -127,7 +127,7 @@ async function startWorld(env: BenchEnv): Promise<World> {
   // The bench env keeps its dev server's address to itself; its client's connection knows it.
   const address = (env.client.temporal.connection as Connection).options.address;
   const taskQueue = `bench-redis-${randomUUID()}`;
-  const { code } = await bundleWorkflowCode({ workflowsPath, logger: quietLogger });
+  const { code } = await bundleWorkflowCode({ ...threadBundleOptions, logger: quietLogger });
   // Worker and gateway each get a RedisBus of their own, as they would in separate processes.
   const workerBus = new RedisBus(redis.url);
   const gatewayBus = new RedisBus(redis.url);

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { RedisBus } from '../bus/redis';
 import { startRedis } from '../test/support/redis';
-import { createWorker, workflowsPath } from '../worker/index';
+import { createWorker, threadBundleOptions } from '../worker/index';
 import { benchAgent, withTimeout, type BenchEnv } from './env';
 import type { GatewayFigures, GatewayMemoryReply, GatewayMemoryRequest } from './gateway-memory-process';
 import { quiet, replyOf } from './memory';
@@ -60,7 +60,7 @@ export async function startGatewayProcess(env: BenchEnv, options: GatewayProcess
         address: env.address,
         taskQueue,
         models: { openaiBaseUrl: env.modelUrl, openaiApiKey: 'bench' },
-        workflowBundle: { code: (await bundleWorkflowCode({ workflowsPath, logger: quiet })).code },
+        workflowBundle: { code: (await bundleWorkflowCode({ ...threadBundleOptions, logger: quiet })).code },
         shutdownGraceTimeMs: 1_000,
       });
   const running = worker?.run();

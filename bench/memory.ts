@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { MemoryBus } from '../bus/memory';
 import { connect } from '../client/connect';
-import { workflowsPath } from '../worker/index';
+import { threadBundleOptions } from '../worker/index';
 import { benchAgent, withTimeout, type BenchEnv } from './env';
 import { linearFit } from './stats';
 import { mapLimit } from './temporal-helpers';
@@ -151,7 +151,7 @@ export async function benchMemory(
   const redis = configs.some((c) => c.bus === 'redis') ? await startRedis() : undefined;
   const dir = await mkdtemp(path.join(os.tmpdir(), 'threadline-bench-memory-'));
   const bundlePath = path.join(dir, 'workflows.js');
-  const { code } = await bundleWorkflowCode({ workflowsPath, logger: quiet });
+  const { code } = await bundleWorkflowCode({ ...threadBundleOptions, logger: quiet });
   await writeFile(bundlePath, code);
   const workers = configs.map((config) => {
     const taskQueue = `bench-memory-${randomUUID()}`;

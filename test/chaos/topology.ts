@@ -12,7 +12,7 @@ import { Client, Connection } from '@temporalio/client';
 import { Redis } from 'ioredis';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { freePort, startDevServer, type DevServer } from '../../worker/dev-server';
-import { workflowsPath } from '../../worker/index';
+import { threadBundleOptions } from '../../worker/index';
 import { locateTemporalCli } from '../../worker/temporal-cli';
 import { locateTemporalServer, TEMPORAL_SERVER_VERSION } from '../../worker/temporal-server';
 import { startChild, type ChildProcessHandle } from '../support/child-process';
@@ -108,7 +108,7 @@ export async function startTopology(opts: TopologyOptions): Promise<Topology> {
     const redis = await startRedis({ persist: true });
     cleanups.push(() => redis.stop());
 
-    const { code } = await bundleWorkflowCode({ workflowsPath, logger: quietLogger });
+    const { code } = await bundleWorkflowCode({ ...threadBundleOptions, logger: quietLogger });
     const workflowBundlePath = join(dir, 'workflow-bundle.js');
     await writeFile(workflowBundlePath, code);
     const toolLogPath = join(dir, 'tools.jsonl');

@@ -11,7 +11,7 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import type { TestProject } from 'vitest/node';
 import { startDevServer, type DevServer } from '../../worker/dev-server';
 import { locateTemporalCli } from '../../worker/temporal-cli';
-import { workflowsPath } from '../../worker/index';
+import { threadBundleOptions } from '../../worker/index';
 import { registerSearchAttributes } from '../../client/search-attributes';
 import { locateTemporalServer } from '../../worker/temporal-server';
 import { startProductionTemporal, type ProductionTemporal } from './production-temporal';
@@ -49,7 +49,7 @@ export async function setup(project: TestProject): Promise<void> {
       await connection.close();
     }
   }
-  const { code } = await bundleWorkflowCode({ workflowsPath, logger: quietLogger });
+  const { code } = await bundleWorkflowCode({ ...threadBundleOptions, logger: quietLogger });
   const dir = await mkdtemp(join(tmpdir(), 'threadline-bundle-'));
   const bundlePath = join(dir, 'workflow-bundle.js');
   await writeFile(bundlePath, code);

@@ -5,17 +5,20 @@
  * workflow validates with protocol/validate.ts instead. esbuild's module graph answers in well under a second, where
  * Temporal's webpack bundle takes several.
  */
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
+import { preloadModules } from '../../worker/index';
 
 const workflowsIndex = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
 
-async function workflowModules(): Promise<string[]> {
+async function workflowModules(entryPoints = [workflowsIndex]): Promise<string[]> {
   const { metafile } = await build({
-    entryPoints: [workflowsIndex],
+    entryPoints,
     bundle: true,
     write: false,
+    outdir: 'unused',
     metafile: true,
     platform: 'neutral',
     mainFields: ['module', 'main'],
@@ -32,5 +35,21 @@ describe('the workflow bundle', () => {
 
     expect(modules).toContain('protocol/validate.ts');
     expect(modules.filter((path) => path.includes('node_modules/zod/') || path === 'protocol/schemas.ts')).toEqual([]);
+  });
+
+  // The preloaded modules and all they import are evaluated once per workflow thread and shared by every workflow in it
+  // (worker/index.ts, `preloadModules`): state at module level there would pass from one thread's workflow to another's.
+  it('shares only modules without module-level state of a workflow', async () => {
+    const ours = preloadModules.filter((module) => module.startsWith('/'));
+    expect(ours.length).toBe(preloadModules.length - 1); // and '@temporalio/workflow', the SDK's API
+    const shared = await workflowModules(ours);
+
+    expect(shared).toContain('workflows/state/thread.ts');
+    for (const stateful of ['thread', 'tracing', 'inspection', 'sinks', 'inspect-step', 'index'])
+      expect(shared).not.toContain(`workflows/${stateful}.ts`);
+    const withModuleVariables = shared.filter((path) =>
+      /^(export )?(let|var) /m.test(readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8')),
+    );
+    expect(withModuleVariables).toEqual([]);
   });
 });

@@ -22,7 +22,7 @@ import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import protobuf from 'protobufjs';
 import { afterAll, beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { threadKey } from '../../protocol/ids';
-import { tracingWorkflowModules, workflowsPath } from '../../worker/index';
+import { threadBundleOptions, tracingWorkflowModules } from '../../worker/index';
 import { startChild, type ChildProcessHandle } from '../support/child-process';
 import { startModelServer, type ModelServer } from '../support/model-server';
 import { startRedis, type RedisServer } from '../support/redis';
@@ -331,7 +331,7 @@ describe('the tracing workflow interceptors', () => {
   it('replay every committed history: tracing can be turned on for live threads', async () => {
     // Temporal's own workflow interceptors fail two of them (workflows/tracing.ts says why).
     const { code } = await bundleWorkflowCode({
-      workflowsPath,
+      ...threadBundleOptions,
       workflowInterceptorModules: tracingWorkflowModules,
       logger: quietLogger,
     });

@@ -24,7 +24,7 @@ export async function makeReplayer(workflowId: string, bundlePath: string | unde
   await quietRuntime();
   const workflowBundle = bundlePath
     ? { codePath: bundlePath }
-    : { code: (await bundleWorkflowCode({ workflowsPath: await workflowsPath(), logger: silent })).code };
+    : { code: (await bundleWorkflowCode({ ...(await bundleOptions()), logger: silent })).code };
   return async (events) => {
     const histories = [{ workflowId, history: historyFromJSON({ events }) }];
     for await (const result of Worker.runReplayHistories({ workflowBundle, sinks: replaySinks }, histories))
@@ -33,8 +33,8 @@ export async function makeReplayer(workflowId: string, bundlePath: string | unde
   };
 }
 
-async function workflowsPath(): Promise<string> {
-  return (await import('../index')).workflowsPath;
+async function bundleOptions() {
+  return (await import('../index')).threadBundleOptions;
 }
 
 /** Replay workers log every failed task; the outcome is reported instead. The host may have a runtime already. */

@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { workflowsPath } from '../../../worker/index';
+import { threadBundleOptions } from '../../../worker/index';
 
 export type UpgradeVariant = 'current' | 'gated' | 'ungated' | 'switched-off';
 export const UPGRADE_VARIANTS: readonly UpgradeVariant[] = ['current', 'gated', 'ungated', 'switched-off'];
@@ -30,7 +30,7 @@ const interceptorModules: Record<UpgradeVariant, string[]> = {
 /** Bundles `variant` and writes it to `out`; resolves with `out`. */
 export async function writeUpgradeBundle(variant: UpgradeVariant, out: string): Promise<string> {
   const { code } = await bundleWorkflowCode({
-    workflowsPath,
+    ...threadBundleOptions,
     workflowInterceptorModules: interceptorModules[variant],
     logger: quietLogger,
   });
