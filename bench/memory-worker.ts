@@ -5,7 +5,8 @@
  * bus's retained events live in this process), with the workflow cache sized by the parent (once it is full, the worker evicts the least recently used workflow for each new one),
  * and answers the parent's messages (IPC):
  *
- *   { type: 'measure' }  → { type: 'measured', cached, busy, …WorkerMemory } after two full GCs
+ *   { type: 'measure' }  → { type: 'measured', cached, busy, …WorkerMemory } after full GCs in every thread (this
+ *                          one and the SDK's workflow threads, reached through the inspector)
  *   { type: 'snapshot', path } → { type: 'snapshot-written', path } (a V8 heap snapshot after a full GC)
  *   { type: 'exit' }     → shuts down and exits
  *
@@ -14,6 +15,7 @@
  * settings (MALLOC_ARENA_MAX, LD_PRELOAD of jemalloc…) in its environment.
  */
 import { readFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import { setTimeout as sleep } from 'node:timers/promises';
 import v8, { writeHeapSnapshot } from 'node:v8';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
@@ -40,9 +42,19 @@ export interface WorkerMemory {
   arrayBuffers: number;
   /** Memory V8 itself holds from malloc (zones, compiled code metadata), outside its heap. */
   v8Malloced: number;
-  /** V8 native contexts alive: the main one plus each workflow VM context the SDK keeps. */
+  /** V8 native contexts alive in the main thread: the main one plus each workflow VM context there. */
   nativeContexts: number;
   detachedContexts: number;
+  /**
+   * The V8 heaps of the SDK's workflow threads (worker threads: every workflow's code runs there), used and committed,
+   * after a full GC in each. `heapUsed` and the rest above are the main thread's alone.
+   */
+  workflowHeapUsed: number;
+  workflowHeapTotal: number;
+  /** The workflow threads' heaps as found, before that GC: what V8 had not collected yet (bench/memory.ts keeps a
+   * stage's first reading: its later ones follow a GC). */
+  workflowHeapUsedBeforeGc: number;
+  workflowThreads: number;
 }
 
 function required(name: string): string {
@@ -75,7 +87,66 @@ const worker: ThreadlineWorker = await createWorker({
 });
 const running = worker.run();
 
+/**
+ * The SDK's workflow threads, reached through the inspector (a session in this thread attached to each worker thread):
+ * `gc()` collects only this thread's heap, and `process.memoryUsage()` reports only it, while every workflow's objects
+ * live in a workflow thread's heap, which V8 collects when it sees fit.
+ */
+class WorkflowThreads {
+  private readonly session = new Session();
+  private readonly sessions = new Set<string>();
+  private readonly waiting = new Map<number, (result: unknown) => void>();
+  private nextId = 0;
+
+  async attach(): Promise<void> {
+    this.session.connect();
+    // Not the module loader's thread (`--import tsx`): only the SDK's `workflow-worker-thread.js` threads.
+    this.session.on('NodeWorker.attachedToWorker', ({ params }) => {
+      if (params.workerInfo.url.includes('workflow-worker-thread')) this.sessions.add(params.sessionId);
+    });
+    this.session.on('NodeWorker.detachedFromWorker', ({ params }) => this.sessions.delete(params.sessionId));
+    this.session.on('NodeWorker.receivedMessageFromWorker', ({ params }) => {
+      const message = JSON.parse(params.message) as { id?: number; result?: unknown };
+      if (message.id !== undefined) this.waiting.get(message.id)?.(message.result);
+      this.waiting.delete(message.id!);
+    });
+    await new Promise<void>((resolve, reject) =>
+      this.session.post('NodeWorker.enable', { waitForDebuggerOnStart: false }, (err) =>
+        err ? reject(err) : resolve(),
+      ),
+    );
+  }
+
+  /** Their heaps' used bytes as found, then a full GC in each, then their used and committed bytes. */
+  async collect(): Promise<{ usedBeforeGc: number; used: number; total: number; threads: number }> {
+    let usedBeforeGc = 0;
+    let used = 0;
+    let total = 0;
+    for (const sessionId of this.sessions) {
+      usedBeforeGc += ((await this.call(sessionId, 'Runtime.getHeapUsage')) as { usedSize: number }).usedSize;
+      await this.call(sessionId, 'HeapProfiler.collectGarbage');
+      await this.call(sessionId, 'HeapProfiler.collectGarbage');
+      const usage = (await this.call(sessionId, 'Runtime.getHeapUsage')) as { usedSize: number; totalSize: number };
+      used += usage.usedSize;
+      total += usage.totalSize;
+    }
+    return { usedBeforeGc, used, total, threads: this.sessions.size };
+  }
+
+  private call(sessionId: string, method: string): Promise<unknown> {
+    const id = ++this.nextId;
+    return new Promise((resolve) => {
+      this.waiting.set(id, resolve);
+      this.session.post('NodeWorker.sendMessageToWorker', { sessionId, message: JSON.stringify({ id, method }) });
+    });
+  }
+}
+
+const workflowThreads = new WorkflowThreads();
+await workflowThreads.attach();
+
 async function measure(): Promise<MemoryWorkerReply> {
+  const workflowHeap = await workflowThreads.collect();
   gc!();
   await sleep(50);
   gc!();
@@ -93,6 +164,10 @@ async function measure(): Promise<MemoryWorkerReply> {
     v8Malloced: heap.malloced_memory,
     nativeContexts: heap.number_of_native_contexts,
     detachedContexts: heap.number_of_detached_contexts,
+    workflowHeapUsed: workflowHeap.used,
+    workflowHeapTotal: workflowHeap.total,
+    workflowHeapUsedBeforeGc: workflowHeap.usedBeforeGc,
+    workflowThreads: workflowHeap.threads,
     cached: status.numCachedWorkflows,
     busy: status.numInFlightWorkflowActivations + status.numInFlightActivities,
   };

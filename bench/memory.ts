@@ -6,7 +6,8 @@
  * as before. What the RSS grew by over the second half is what evicted idle threads cost the worker.
  *
  * Threads are created as users create them: one persist-only signal each (`sendSignal`, `ifIdle: persist`, no run),
- * a fixed number in flight. Each measurement waits until the worker has nothing in flight and runs two full GCs.
+ * a fixed number in flight. Each measurement waits until the worker has nothing in flight and runs full GCs in every
+ * V8 heap of the worker (the workflow thread's too: every workflow's objects live there).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -87,6 +88,8 @@ export interface EvictionStep {
   rssAnon: number;
   heapUsed: number;
   external: number;
+  /** The workflow threads' V8 heaps, after a full GC in each. */
+  workflowHeapUsed: number;
 }
 
 export interface ConfigMemory {
@@ -96,6 +99,8 @@ export interface ConfigMemory {
   snapshots: MemorySnapshot[];
   /** RSS per cached idle thread: (first stage − start) / the threads cached. */
   rssPerCachedThread: number;
+  /** The workflow threads' V8 heap per cached idle thread, the same way. */
+  workflowHeapPerCachedThread: number;
   /** Each stage after the first against the one before: a plateau falls toward 0, a leak stays level. */
   steps: EvictionStep[];
   /** RSS and V8 heap per evicted thread over the settled stages, as a least-squares slope (null: too few stages). */
@@ -119,6 +124,8 @@ export interface EvictedSlope {
   rssStandardError: number;
   heapUsed: number;
   heapStandardError: number;
+  workflowHeapUsed: number;
+  workflowHeapStandardError: number;
 }
 
 export interface MemoryResult {
@@ -130,11 +137,14 @@ export interface MemoryResult {
   /** glibc's default malloc on the Redis bus, as a production worker runs; the figures below are its. */
   primary: string;
   rssPerCachedThread: number;
+  workflowHeapPerCachedThread: number;
   /** RSS per evicted idle thread (the slope over the settled stages; else the last stage), of the primary configuration. */
   rssPerEvictedThread: number;
   /** Its standard error (0 when there is no slope). */
   rssPerEvictedThreadStandardError: number;
   heapPerEvictedThread: number;
+  /** The workflow threads' V8 heap per evicted idle thread (slope, else the last stage). */
+  workflowHeapPerEvictedThread: number;
   /** Threads created per second, all workers together. */
   createdPerSecond: number;
 }
@@ -227,9 +237,11 @@ export async function benchMemory(
       configs: results,
       primary: main.name,
       rssPerCachedThread: main.rssPerCachedThread,
+      workflowHeapPerCachedThread: main.workflowHeapPerCachedThread,
       rssPerEvictedThread: slope ? slope.rss : (last?.rss ?? 0),
       rssPerEvictedThreadStandardError: slope ? slope.rssStandardError : 0,
       heapPerEvictedThread: slope ? slope.heapUsed : (last?.heapUsed ?? 0),
+      workflowHeapPerEvictedThread: slope ? slope.workflowHeapUsed : (last?.workflowHeapUsed ?? 0),
       createdPerSecond: Math.round(((created * workers.length) / creatingMs) * 100_000) / 100,
     };
   } finally {
@@ -256,7 +268,8 @@ function figures(config: MallocConfig, snapshots: MemorySnapshot[], failed: numb
     const [a, b] = [snapshots[i - 1]!, snapshots[i]!];
     // Evicted: created since, less what the cache grew by.
     const evicted = Math.max(1, b.threads - a.threads - (b.cached - a.cached));
-    const per = (key: 'rss' | 'rssAnon' | 'heapUsed' | 'external') => Math.round((b[key] - a[key]) / evicted);
+    const per = (key: 'rss' | 'rssAnon' | 'heapUsed' | 'external' | 'workflowHeapUsed') =>
+      Math.round((b[key] - a[key]) / evicted);
     steps.push({
       threads: b.threads,
       evicted,
@@ -264,6 +277,7 @@ function figures(config: MallocConfig, snapshots: MemorySnapshot[], failed: numb
       rssAnon: per('rssAnon'),
       heapUsed: per('heapUsed'),
       external: per('external'),
+      workflowHeapUsed: per('workflowHeapUsed'),
     });
   }
   return {
@@ -271,6 +285,9 @@ function figures(config: MallocConfig, snapshots: MemorySnapshot[], failed: numb
     env: config.env,
     snapshots,
     rssPerCachedThread: Math.round((first.rss - start.rss) / Math.max(1, first.cached - start.cached)),
+    workflowHeapPerCachedThread: Math.round(
+      (first.workflowHeapUsed - start.workflowHeapUsed) / Math.max(1, first.cached - start.cached),
+    ),
     steps,
     evictedSlope: evictedSlope(snapshots.slice(2)),
     failed,
@@ -289,6 +306,10 @@ export function evictedSlope(settled: MemorySnapshot[]): EvictedSlope | null {
     xs,
     settled.map((s) => s.heapUsed),
   );
+  const workflowHeap = linearFit(
+    xs,
+    settled.map((s) => s.workflowHeapUsed),
+  );
   return {
     fromEvicted: xs[0]!,
     toEvicted: xs.at(-1)!,
@@ -297,6 +318,8 @@ export function evictedSlope(settled: MemorySnapshot[]): EvictedSlope | null {
     rssStandardError: Math.round(rss.standardError),
     heapUsed: Math.round(heap.slope),
     heapStandardError: Math.round(heap.standardError),
+    workflowHeapUsed: Math.round(workflowHeap.slope),
+    workflowHeapStandardError: Math.round(workflowHeap.standardError),
   };
 }
 
@@ -310,6 +333,8 @@ async function snapshot(child: ChildProcess, threads: number, cacheSize: number)
   const deadline = Date.now() + 90_000;
   let quiet = 0;
   let measured = await measure(child);
+  // As found once the stage's threads were created: the next measurements each follow a full GC.
+  const { workflowHeapUsedBeforeGc } = measured;
   for (;;) {
     await sleep(500);
     const next = await measure(child);
@@ -319,7 +344,7 @@ async function snapshot(child: ChildProcess, threads: number, cacheSize: number)
     if (Date.now() > deadline) break;
   }
   const { type: _type, busy: _busy, ...memory } = measured;
-  return { threads, loadAverage: os.loadavg()[0]!, ...memory };
+  return { threads, loadAverage: os.loadavg()[0]!, ...memory, workflowHeapUsedBeforeGc };
 }
 
 const int = (n: number) => n.toLocaleString('en-US');

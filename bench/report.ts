@@ -984,15 +984,16 @@ function memorySection(m: MemoryResult): string[] {
   const rows = m.configs.flatMap((c) =>
     c.snapshots.map(
       (x) =>
-        `| ${c.name} | ${int(x.threads)} | ${int(x.cached)} | ${mib(x.rss)} | ${mib(x.rssAnon)} | ${mib(x.heapUsed)} | ` +
-        `${mib(x.heapTotal)} | ${mib(x.external)} | ${mib(x.v8Malloced)} | ${x.nativeContexts} | ` +
+        `| ${c.name} | ${int(x.threads)} | ${int(x.cached)} | ${mib(x.rss)} | ${mib(x.rssAnon)} | ` +
+        `${mib(x.workflowHeapUsedBeforeGc)} → ${mib(x.workflowHeapUsed)} | ${mib(x.workflowHeapTotal)} | ` +
+        `${mib(x.heapUsed)} | ${mib(x.heapTotal)} | ${mib(x.external)} | ${mib(x.v8Malloced)} | ` +
         `${x.loadAverage.toFixed(1)} |`,
     ),
   );
   const steps = m.configs.map(
     (c) =>
       `| ${c.name} | ${int(c.rssPerCachedThread)} | ` +
-      c.steps.map((s) => `${int(s.rss)} (heap ${int(s.heapUsed)})`).join(' | ') +
+      c.steps.map((s) => `${int(s.rss)} (heaps ${int(s.workflowHeapUsed)}, ${int(s.heapUsed)})`).join(' | ') +
       ` | ${c.failed ? int(c.failed) : ''} |`,
   );
   const stepHeads = m.stages.slice(1).map((n, i) => `${int(m.stages[i]!)} → ${int(n)}`);
@@ -1004,44 +1005,51 @@ function memorySection(m: MemoryResult): string[] {
       `the in-process bus, as \`npm start\` runs), each with its own task queue and a workflow cache of ${int(m.cacheSize)} workflows (the ` +
       `bench's worker runs with ${int(m.threadlineCacheSize)}, the SDK's default for its heap). Threads are created ` +
       'with one persist-only signal each (no run) and left idle, the same number in each worker; each measurement ' +
-      "waits until the worker has caught up and runs two full GCs. Once a worker's cache is full it evicts the least " +
+      "waits until the worker has caught up and runs full GCs in every V8 heap of the worker: the SDK's workflow " +
+      "thread, where every workflow's code and objects live (reached through the inspector), and the main thread " +
+      "(Temporal's client and core bridge, activities, the bus). Once a worker's cache is full it evicts the least " +
       'recently used workflow for each new one, so each stage after the first evicts as many threads as it creates. ' +
-      'RSS anon is the anonymous part of the RSS (malloc and V8 heaps, no mapped files); V8 malloced is what V8 ' +
-      'holds from malloc outside its heap; contexts are V8 native contexts (the SDK runs every workflow in one ' +
-      'reused context).',
+      'RSS anon is the anonymous part of the RSS (malloc and V8 heaps, no mapped files); the workflow thread heap is ' +
+      'shown as found → after its GC (what V8 had not yet collected is the difference); V8 malloced is what the ' +
+      "main thread's V8 holds from malloc outside its heap.",
     '',
-    '| configuration | threads created | cached | RSS | RSS anon | V8 heap used | V8 heap committed | external | ' +
-      'V8 malloced | contexts | load average |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| configuration | threads created | cached | RSS | RSS anon | workflow thread heap used | its committed | ' +
+      'main heap used | main heap committed | external | V8 malloced | load average |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...rows,
     '',
     'Bytes of RSS per thread: per cached idle thread (the first stage), then per evicted idle thread over each ' +
-      'later stage (the RSS it grew by over the threads it evicted). Memory an allocator keeps and reuses falls ' +
-      'toward 0 stage by stage; a leak stays level.',
+      'later stage (the RSS it grew by over the threads it evicted; in brackets the workflow thread heap and the ' +
+      'main heap, after their GCs). Memory an allocator keeps and reuses falls toward 0 stage by stage; a leak ' +
+      'stays level.',
     '',
     `| configuration | per cached thread | ${stepHeads.map((h) => `per evicted, ${h}`).join(' | ')} | failed |`,
     `| --- | ---: | ${stepHeads.map(() => '---:').join(' | ')} | ---: |`,
     ...steps,
     '',
-    'Per evicted idle thread once the plateau is reached: the least-squares slope of RSS (and of the V8 heap used) ' +
+    'Per evicted idle thread once the plateau is reached: the least-squares slope of RSS (and of the V8 heaps used) ' +
       'against the threads evicted so far, over every measurement from the end of the first eviction stage on (that ' +
       "stage is the allocator's climb to its plateau), ± its standard error. One stage's difference carries a whole " +
       "measurement's noise; the slope spreads it over every thread evicted since.",
     '',
-    '| configuration | fitted over (threads evicted) | RSS per evicted thread | V8 heap per evicted thread |',
-    '| --- | --- | ---: | ---: |',
+    '| configuration | fitted over (threads evicted) | RSS per evicted thread | workflow thread heap | main heap |',
+    '| --- | --- | ---: | ---: | ---: |',
     ...m.configs.map((c) => {
       const x = c.evictedSlope;
       return x
         ? `| ${c.name} | ${int(x.fromEvicted)} → ${int(x.toEvicted)} (${x.points} measurements) | ` +
-            `${int(x.rss)} ± ${int(x.rssStandardError)} | ${int(x.heapUsed)} ± ${int(x.heapStandardError)} |`
-        : `| ${c.name} | too few stages | | |`;
+            `${int(x.rss)} ± ${int(x.rssStandardError)} | ` +
+            `${int(x.workflowHeapUsed)} ± ${int(x.workflowHeapStandardError)} | ` +
+            `${int(x.heapUsed)} ± ${int(x.heapStandardError)} |`
+        : `| ${c.name} | too few stages | | | |`;
     }),
     '',
     `Target 9 reads ${m.primary} on Redis, a production worker (\`npm start\` uses glibc's defaults too; the ` +
       `Docker image sets \`MALLOC_ARENA_MAX=2\` and \`MALLOC_TRIM_THRESHOLD_=131072\`): ` +
       `**${int(m.rssPerEvictedThread)} ± ${int(m.rssPerEvictedThreadStandardError)} bytes** per evicted idle thread ` +
-      `(V8 heap ${int(m.heapPerEvictedThread)}), ${int(m.rssPerCachedThread)} per cached one. The in-process bus row ` +
+      `(workflow thread heap ${int(m.workflowHeapPerEvictedThread)}, main heap ${int(m.heapPerEvictedThread)}), ` +
+      `${int(m.rssPerCachedThread)} per cached one (of which the workflow thread heap holds ` +
+      `${int(m.workflowHeapPerCachedThread)}). The in-process bus row ` +
       "is the same worker as `npm start` runs it: that bus keeps each thread's recent events in the process until " +
       `the thread's stream has been idle for its retention. Threads created at ${m.createdPerSecond.toFixed(1)}/s, ` +
       'all workers together. docs/limits.md ' +

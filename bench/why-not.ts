@@ -29,7 +29,12 @@ export interface WhyNotInputs {
   history: { laterTurnTypes: string[] };
   interrupt: { series: Record<string, { label: string; toClosed: Pcts; segments: Record<string, Pcts> }> };
   notifications: NotificationCaseFigures & { floor: { eventsPerInput: number }; paced: NotificationCaseFigures };
-  memory: { rssPerEvictedThread: number; rssPerEvictedThreadStandardError?: number; heapPerEvictedThread: number };
+  memory: {
+    rssPerEvictedThread: number;
+    rssPerEvictedThreadStandardError?: number;
+    heapPerEvictedThread: number;
+    workflowHeapPerEvictedThread?: number;
+  };
   http: Record<'newThread' | 'idleThread', Record<'gateway' | 'gatewayLocalClient', { p50: number }>> & {
     /** Each side's turn split where the paths part (bench/http.ts, `gatewaySegments`), in that order. */
     segments: Record<'newThread' | 'idleThread', Record<'inProcess' | 'gateway', Record<string, { p50: number }>>>;
@@ -243,8 +248,9 @@ export function whyNot(rows: TargetRow[], r: WhyNotInputs): WhyNot[] {
     const m = r.memory;
     return (
       `Of the ${f0(m.rssPerEvictedThread)} ± ${f0(m.rssPerEvictedThreadStandardError ?? 0)} bytes of RSS per evicted ` +
-      `thread (the slope over the settled stages, ± its standard error), the V8 heap holds ${f0(m.heapPerEvictedThread)}: ` +
-      `the rest is native memory outside V8 (see (j) and docs/limits.md, worker memory).`
+      `thread (the slope over the settled stages, ± its standard error), the V8 heaps hold ` +
+      `${f0(m.workflowHeapPerEvictedThread ?? NaN)} (the workflow thread's) and ${f0(m.heapPerEvictedThread)} (the main ` +
+      `thread's), after full GCs in both: the rest is memory outside V8 (see (j) and docs/limits.md, worker memory).`
     );
   });
   explain(['10a', '10b'], (which) => {
