@@ -24,6 +24,8 @@ export default defineConfig({
           exclude: ['test/unit/**'],
           // One dev server and one workflow bundle for the project, started only when one of its files runs.
           globalSetup: ['test/support/global-setup.ts'],
+          // Every test takes the model replies it scripts (a leftover would answer the next test's run).
+          setupFiles: ['test/support/scripted-replies.ts'],
           // Files one after another, after the unit tests, so kill/restart tests own the machine's two cores.
           fileParallelism: false,
           sequence: { groupOrder: 1 },

@@ -73,6 +73,8 @@ export interface ModelServer {
   setResponder(responder: Responder | undefined): void;
   /** Resolves once at least `n` requests have arrived; rejects after `timeoutMs` (default 5000). */
   waitForRequests(n: number, timeoutMs?: number): Promise<ReceivedRequest[]>;
+  /** Empties the queue, returning the replies no request took (see test/support/scripted-replies.ts). */
+  drainQueue(): ScriptedReply[];
   /** Stops the server, cutting any open (for example hanging) replies. */
   close(): Promise<void>;
 }
@@ -82,6 +84,14 @@ export const echoResponder: Responder = (req) => {
   const lastUser = [...req.messages].reverse().find((message) => message?.role === 'user');
   return { text: `Echo: ${messageText(lastUser)}` };
 };
+
+/** The servers started and not yet closed in this module graph (one per test file), for per-test checks. */
+const openServers = new Set<ModelServer>();
+
+/** The model servers started and not yet closed. */
+export function openModelServers(): ModelServer[] {
+  return [...openServers];
+}
 
 /**
  * Starts a model server on `127.0.0.1` (an ephemeral port unless `port` is given).
@@ -179,10 +189,11 @@ export async function startModelServer(opts: { defaultReply?: Responder; port?: 
   });
   const { port } = server.address() as AddressInfo;
 
-  return {
+  const modelServer: ModelServer = {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
     enqueue: (...replies) => void queue.push(...replies),
+    drainQueue: () => queue.splice(0),
     setResponder: (r) => void (responder = r),
     waitForRequests(n, timeoutMs = 5000) {
       if (requests.length >= n) return Promise.resolve(requests);
@@ -203,12 +214,16 @@ export async function startModelServer(opts: { defaultReply?: Responder; port?: 
         waiters.add(wake);
       });
     },
-    close: () =>
-      new Promise<void>((resolve, reject) => {
+    close: () => {
+      openServers.delete(modelServer);
+      return new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();
-      }),
+      });
+    },
   };
+  openServers.add(modelServer);
+  return modelServer;
 }
 
 type Delta = Record<string, unknown>;

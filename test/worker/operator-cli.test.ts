@@ -245,6 +245,7 @@ describe('acting on a thread', () => {
   it('abort stops the active run, and --clear-pending drops the queued input', async () => {
     const t = h.thread();
     const stream = h.client.subscribeToThread(t).stream;
+    const sent = h.model.requests.length;
     h.model.enqueue({ text: 'Thinking', hang: true });
     expect((await cli(['send', name(t), '--agent', 'tester', 'go'])).code).toBe(0);
     const queued = JSON.parse((await cli(['queue', name(t), '--agent', 'tester', '--json', 'later'])).out) as {
@@ -253,6 +254,8 @@ describe('acting on a thread', () => {
     };
     expect(queued.action).toBe('queued');
     await collectUntil(stream, (e) => e.type === 'step-start');
+    // Abort only once the hanging reply is taken, so that it cannot stay queued for a later test's run.
+    await h.model.waitForRequests(sent + 1, 30_000);
     const aborted = await cli(['abort', name(t), '--clear-pending', '--json']);
     expect(aborted.code, aborted.err).toBe(0);
     expect(JSON.parse(aborted.out)).toMatchObject({

@@ -86,9 +86,13 @@ const found = (executions: WorkflowExecutionInfo[]) => running(executions).lengt
 describe('thread search attributes', () => {
   it('find a running thread, by status, resource and agent, and the same thread idle after its run', async () => {
     const t = h.thread();
+    const sent = h.model.requests.length;
     h.model.enqueue({ text: 'Thinking…', hang: true });
     const stream = h.client.subscribeToThread(t).stream;
     await h.client.agent('tester').sendMessage('hello', t);
+    // The hanging reply must be taken before the abort: an abort that lands before the model request leaves it queued,
+    // and the next test's run would get it instead of its own script.
+    await h.model.waitForRequests(sent + 1, 30_000);
     const [execution] = await listUntil(`${ofThread(t)} AND ThreadlineStatus = 'running'`, found);
     expect(execution.typedSearchAttributes.get(resourceSearchAttribute)).toBe(t.resourceId);
     expect(execution.typedSearchAttributes.get(agentSearchAttribute)).toBe('tester');
