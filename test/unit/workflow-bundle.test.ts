@@ -47,9 +47,19 @@ describe('the workflow bundle', () => {
     expect(shared).toContain('workflows/state/thread.ts');
     for (const stateful of ['thread', 'tracing', 'inspection', 'sinks', 'inspect-step', 'index'])
       expect(shared).not.toContain(`workflows/${stateful}.ts`);
-    const withModuleVariables = shared.filter((path) =>
-      /^(export )?(let|var) /m.test(readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8')),
-    );
+    const source = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
+    const withModuleVariables = shared.filter((path) => /^(export )?(let|var) /m.test(source(path)));
     expect(withModuleVariables).toEqual([]);
+
+    // A collection made at module level is module state too, unless its type says read-only or it is a memo keyed by
+    // each workflow's own objects (listed here, with the reason beside its declaration). Constant tables (object and
+    // array literals: validators' fields, defaults, ranks) are read, never written.
+    const memosKeyedByOwnObjects = ['workflows/state/conversation.ts: jsonSizes'];
+    const moduleCollections = shared.flatMap((path) =>
+      [...source(path).matchAll(/^(?:export )?const (\w+)\s*(?::\s*([^=]+))?=\s*new (?:Map|Set|WeakMap|WeakSet)\b/gm)]
+        .filter(([, , type]) => !/^\s*Readonly/.test(type ?? ''))
+        .map(([, name]) => `${path}: ${name}`),
+    );
+    expect(moduleCollections).toEqual(memosKeyedByOwnObjects);
   });
 });
