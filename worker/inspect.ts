@@ -33,6 +33,7 @@ import {
 } from '../protocol/time-travel';
 import { INSPECTION_SINK, type StepCapture } from '../workflows/inspection';
 import type { InspectionActivities } from '../workflows/inspect-step';
+import { preloadModules } from './bundle';
 import { forkSnapshot } from './fork';
 import { replaySinks } from './replay-sinks';
 
@@ -210,6 +211,8 @@ function inspectionBundle(workflowsPath: string): Promise<{ code: string }> {
     bundle = import('@temporalio/worker').then(async ({ bundleWorkflowCode }) => {
       const { code } = await bundleWorkflowCode({
         workflowsPath,
+        // As the worker bundles it: each replay evaluates only the modules with a workflow's own state.
+        preloadModules,
         workflowInterceptorModules: [inspectionInterceptors],
         logger: silent,
       });

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
-import { preloadModules } from '../../worker/index';
+import { preloadModules } from '../../worker/bundle';
 
 const workflowsIndex = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
 
@@ -38,7 +38,7 @@ describe('the workflow bundle', () => {
   });
 
   // The preloaded modules and all they import are evaluated once per workflow thread and shared by every workflow in it
-  // (worker/index.ts, `preloadModules`): state at module level there would pass from one thread's workflow to another's.
+  // (worker/bundle.ts, `preloadModules`): state at module level there would pass from one thread's workflow to another's.
   it('shares only modules without module-level state of a workflow', async () => {
     const ours = preloadModules.filter((module) => module.startsWith('/'));
     expect(ours.length).toBe(preloadModules.length - 1); // and '@temporalio/workflow', the SDK's API
