@@ -95,6 +95,7 @@ export function threadSearchValues(
 /**
  * A newer `ThreadlineLastInputAt` alone is written once it is this much newer: inputs to a busy thread (a state lane
  * updated every second) would otherwise add an upsert event to history for each. With any other change it is exact.
+ * The default of the thread setting `lastInputResolutionMs`.
  */
 export const LAST_INPUT_RESOLUTION_MS = 60_000;
 
@@ -119,6 +120,7 @@ export type CurrentSearchAttributes = Pick<TypedSearchAttributes, 'get'>;
 export function searchAttributeChanges(
   current: CurrentSearchAttributes,
   desired: ThreadSearchValues,
+  lastInputResolutionMs = LAST_INPUT_RESOLUTION_MS,
 ): SearchAttributeUpdatePair[] {
   const changes: SearchAttributeUpdatePair[] = [];
   const keyword = (key: SearchAttributeKey<'KEYWORD'>, value: string | null) => {
@@ -138,7 +140,7 @@ export function searchAttributeChanges(
   const hadAt = had instanceof Date ? had.getTime() : null;
   if (desired.lastInputAt !== null && hadAt !== desired.lastInputAt) {
     const onlyThis = changes.length === 0;
-    if (!onlyThis || hadAt === null || desired.lastInputAt - hadAt >= LAST_INPUT_RESOLUTION_MS) {
+    if (!onlyThis || hadAt === null || desired.lastInputAt - hadAt >= lastInputResolutionMs) {
       changes.push({ key: lastInputAtSearchAttribute, value: new Date(desired.lastInputAt) });
     }
   }

@@ -50,6 +50,11 @@ export interface ThreadConfig {
   notificationRetryMs: number;
   /** When summaries go out, unless the agent sets `notifications.digestWindow`. */
   digestWindowMs: number;
+  /**
+   * A newer `ThreadlineLastInputAt` search attribute alone is written once it moved by this much (each write is a
+   * history event); with any other change of the thread's attributes it is exact.
+   */
+  lastInputResolutionMs: number;
   /** State lanes per thread; a state for a new lane beyond this is refused. */
   maxLanes: number;
   /** Deltas kept per lane since its latest snapshot (the oldest dropped first: send a snapshot now and then). */
@@ -79,6 +84,7 @@ export const defaultThreadConfig: ThreadConfig = {
   notificationRetryMs: 1_000,
   digestWindowMs: 60_000,
   maxLaneDeltas: 50,
+  lastInputResolutionMs: 60_000,
   contextWindow: { maxMessages: 100, maxBytes: 512 * 1024 },
   step: { heartbeatTimeoutMs: 10_000, startToCloseTimeoutMs: 10 * 60_000, maxAttempts: 5, initialRetryMs: 1_000 },
   tool: { startToCloseTimeoutMs: 5 * 60_000, maxAttempts: 3 },

@@ -75,7 +75,7 @@ import {
   stepSummary,
   toolSummary,
 } from '../protocol/summaries';
-import { syncSearchAttributes } from './search-attributes';
+import { LOOP_STAMPS_LAST_INPUT_PATCH, SearchAttributeSync } from './search-attributes';
 import type { ThreadlineSinks } from './sinks';
 import { captureBeforeStep, captureStepPlan, captureStepResult } from './inspection';
 import { installQueryTaskGuard } from './query-task-guard';
@@ -134,6 +134,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
   installQueryTaskGuard();
   // Before any handler is registered: updates that come with the first activation run inside `setHandler`.
   const settleBeforeActing = patched(SETTLE_BEFORE_ACTING_PATCH);
+  const loopStampsLastInput = patched(LOOP_STAMPS_LAST_INPUT_PATCH);
   const config = resolveThreadConfig(args.config);
   const thread = new ThreadState(
     args.snapshot ?? emptySnapshot(args.resourceId, args.threadId),
@@ -144,6 +145,11 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
       boundedInputDepth: () => patched(INPUT_DEPTH_PATCH),
     },
   );
+  const searchAttributes = new SearchAttributeSync(thread, {
+    loopStamps: loopStampsLastInput,
+    lastInputResolutionMs: config.lastInputResolutionMs,
+    now: workflowNow,
+  });
   const key = threadKey(args.resourceId, args.threadId);
   let updatesSeen = 0;
   let signalsSeen = 0;
@@ -660,7 +666,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     if (wantsContinueAsNew()) break;
     if (!thread.run && thread.startNextQueued()) continue;
     // What the handlers and the last iteration changed, in one upsert (only when a value changed).
-    syncSearchAttributes(thread);
+    searchAttributes.sync();
     if (thread.run && (!thread.isParked() || thread.run.abortRequested)) await step();
     else if (thread.outboxSize > 0 || thread.evictedCount === 0) await publish();
     else await archive();
@@ -677,7 +683,7 @@ export async function threadWorkflow(args: ThreadWorkflowArgs): Promise<void> {
     await condition(allHandlersFinished);
   }
   // The next execution starts with the attributes this one has (the server carries them over): current ones.
-  syncSearchAttributes(thread);
+  searchAttributes.sync();
   await continueAsNew<typeof threadWorkflow>({
     resourceId: args.resourceId,
     threadId: args.threadId,

@@ -39,6 +39,7 @@ import { startRedis, type RedisServer } from '../support/redis';
 import { readToolLog } from '../support/test-agents';
 import { writeUpgradeBundle, type UpgradeVariant } from '../support/upgrade/bundle';
 import { SETTLE_PATCH_ID, SETTLE_TIMER_SUMMARY } from '../support/upgrade/settle-before-step';
+import { LOOP_STAMPS_LAST_INPUT_PATCH } from '../../workflows/search-attributes';
 import { SETTLE_BEFORE_ACTING_PATCH } from '../../workflows/thread';
 
 const WAIT_MS = 60_000;
@@ -339,8 +340,12 @@ describe.each(drills)('the upgrade drill, the old worker stopped by $signal', ({
           const events = await historyOf(thread.t);
           const shape = historyShape(events);
           expect(shape.workflowTaskFailures, `${name}: failed workflow tasks`).toEqual([]);
-          // Threadline's own marker (every execution records it in its first task), then the drill's.
-          expect(shape.patchMarkers, `${name}: patch markers`).toEqual([SETTLE_BEFORE_ACTING_PATCH, SETTLE_PATCH_ID]);
+          // Threadline's own markers (every execution records them in its first task), then the drill's.
+          expect(shape.patchMarkers, `${name}: patch markers`).toEqual([
+            SETTLE_BEFORE_ACTING_PATCH,
+            LOOP_STAMPS_LAST_INPUT_PATCH,
+            SETTLE_PATCH_ID,
+          ]);
           expect([shape.stepsBeforeMarker, shape.stepsAfterMarker], `${name}: steps before and after`).toEqual(
             expected[name as keyof typeof expected],
           );

@@ -101,6 +101,14 @@ describe('thread search attributes', () => {
     ]);
   });
 
+  it('take the thread setting for the last input resolution', () => {
+    const execution = executionWith({ ...idle, lastInputAt: 1_000 });
+    expect(searchAttributeChanges(execution, { ...idle, lastInputAt: 3_999 }, 3_000)).toEqual([]);
+    expect(searchAttributeChanges(execution, { ...idle, lastInputAt: 4_000 }, 3_000)).toEqual([
+      { key: lastInputAtSearchAttribute, value: new Date(4_000) },
+    ]);
+  });
+
   it('cut keyword values to 255 characters, on a code point, and see the cut value as unchanged', () => {
     const resource = '😀'.repeat(300);
     const [pair] = searchAttributeChanges(executionWith(idle), { ...idle, resource });

@@ -198,9 +198,11 @@ describe('thread search attributes', () => {
       return fields ? [Object.keys(fields).sort()] : [];
     });
     // The resource was set by the client at start. Before them, in the first workflow task, sdk-core's upsert of
-    // TemporalChangeVersion beside the patch marker every execution records (workflows/thread.ts
-    // `SETTLE_BEFORE_ACTING_PATCH`): once per execution, not per turn.
+    // TemporalChangeVersion beside each patch marker every execution records (workflows/thread.ts
+    // `SETTLE_BEFORE_ACTING_PATCH`, workflows/search-attributes.ts `LOOP_STAMPS_LAST_INPUT_PATCH`): once per
+    // execution, not per turn.
     expect(upserts).toEqual([
+      [TEMPORAL_CHANGE_VERSION],
       [TEMPORAL_CHANGE_VERSION],
       [
         'ThreadlineAgent',
