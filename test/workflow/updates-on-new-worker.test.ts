@@ -14,9 +14,6 @@
  * that clock out of the commands (workflows/search-attributes.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { temporal as proto } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -26,10 +23,7 @@ import { threadKey } from '../../protocol/ids';
 import type { ThreadInput } from '../../protocol/schemas';
 import { THREAD_WORKFLOW_TYPE } from '../../protocol/thread-config';
 import { replaySinks } from '../../worker/replay-sinks';
-import { runThreadline } from '../support/cli';
 import { startHarness, within, type Harness } from '../support/harness';
-import { runCommand } from '../support/run-command';
-import { formatThreadName } from '../../worker/commands/thread-name';
 import type { ThreadlineWorker } from '../../worker/index';
 import { untilUpdateAdmitted } from '../support/updates';
 
@@ -197,26 +191,16 @@ describe('updates that a new worker receives with the whole history', () => {
       })(),
       'the execution to continue as new',
     );
-    const events = (await first.fetchHistory()).events ?? [];
+    const history = await first.fetchHistory();
+    const events = history.events ?? [];
     expect(EventType[events.at(-1)!.eventType!]).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW');
     const upsert = events.at(-2)!.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields;
     expect(Object.keys(upsert ?? {})).toEqual(['ThreadlineLastInputAt']);
-    // Exported and replayed as an operator would: `threadline history export`, then `history replay`.
     await h.temporal.workflow.getHandle(workflowId).terminate('the test is over');
-    const dir = await mkdtemp(join(tmpdir(), 'threadline-merged-signal-'));
-    const env = { HOME: dir, XDG_CONFIG_HOME: dir, TEMPORAL_ADDRESS: h.address, TEMPORAL_TASK_QUEUE: h.taskQueue };
-    const file = join(dir, 'history.json');
-    const exported = await runThreadline(['history', 'export', formatThreadName(t), '--out', file], env);
-    expect(exported.code, exported.out + exported.err).toBe(0);
-    const replayed = await within(
-      runCommand(
-        process.execPath,
-        ['--import', 'tsx', 'worker/cli.ts', 'history', 'replay', file, '--bundle', inject('workflowBundlePath')],
-        { env: { ...process.env, ...env } },
-      ),
-      'the replay',
-      90_000,
+    await Worker.runReplayHistory(
+      { workflowBundle: { codePath: inject('workflowBundlePath') }, sinks: replaySinks },
+      history,
+      workflowId,
     );
-    expect(replayed).toContain('All 2 execution(s) replay');
   }, 180_000);
 });
